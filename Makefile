@@ -1,0 +1,34 @@
+# Every target sets up what it needs: a virtual environment in .venv with the project installed.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo lint bench soak clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+## make test: the test suite (unit tests, sandbox integration tests, Redis tests)
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+## make demo: backfill a year of mining rewards from the embedded sandbox and print a summary
+demo: $(STAMP)
+	$(VENV)/bin/txc-async demo
+
+## make lint: mypy --strict and ruff
+lint: $(STAMP)
+	$(VENV)/bin/mypy --strict txc_async
+	$(VENV)/bin/ruff check txc_async tests benchmarks
+
+## make bench: every benchmark, printing figures and ratios against baselines of the same run
+bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,150 @@
+"""Shared fixtures: a mocked HTTP layer, a recording limiter, and clients wired to both."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from aioresponses import aioresponses
+
+import txc_async
+from txc_async import RateLimit, RetryPolicy
+
+
+def _allow_aiohttp_3_14() -> None:
+    """aiohttp 3.14 added a required ``stream_writer`` argument to ClientResponse that
+    aioresponses 0.7 does not pass; give its mocked responses one."""
+    import inspect
+    import types
+
+    import aiohttp
+    import aioresponses.core
+
+    if "stream_writer" not in inspect.signature(aiohttp.ClientResponse.__init__).parameters:
+        return
+
+    class _Response(aiohttp.ClientResponse):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("stream_writer", types.SimpleNamespace(output_size=0))
+            super().__init__(*args, **kwargs)
+
+    aioresponses.core.ClientResponse = _Response  # type: ignore[misc]
+
+
+_allow_aiohttp_3_14()
+
+BASE = "https://api.example.test"
+KEY = "test-key"
+SECRET = "test-secret"
+
+
+class RecordingLimiter:
+    """A limiter that admits at once and records what the client told it."""
+
+    def __init__(self) -> None:
+        self.acquired: list[str] = []
+        self.paused: list[tuple[str, float | None]] = []
+        self.successes = 0
+
+    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> None:
+        self.acquired.append(scope)
+
+    async def rate_limited(
+        self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
+    ) -> float:
+        self.paused.append((scope, retry_after))
+        return 0.0
+
+    def succeeded(self, key_id: str, scope: str) -> None:
+        self.successes += 1
+
+    async def aclose(self) -> None:
+        pass
+
+
+def fast_retry(**kwargs: Any) -> RetryPolicy:
+    """Retries with no waiting, so tests run at full speed."""
+    return RetryPolicy(backoff_base=0.0, max_retry_after=0.0, **kwargs)
+
+
+def decode_signed(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of a request captured by aioresponses, after checking its signature."""
+    body: bytes = kwargs["data"]
+    headers = kwargs["headers"]
+    payload = base64.b64encode(body).decode()
+    assert headers["X-TXC-PAYLOAD"] == payload
+    expected = hmac.new(SECRET.encode(), payload.encode(), hashlib.sha512).hexdigest()
+    assert headers["X-TXC-SIGNATURE"] == expected
+    assert headers["X-TXC-APIKEY"] == KEY
+    assert headers["Content-Type"] == "application/json"
+    assert b" " not in body
+    decoded: dict[str, Any] = json.loads(body)
+    return decoded
+
+
+def requests_to(mocked: aioresponses, path: str) -> list[dict[str, Any]]:
+    """Every request aioresponses captured for ``path``, oldest first."""
+    found: list[dict[str, Any]] = []
+    for (_method, url), calls in mocked.requests.items():
+        if url.path == path:
+            found.extend(call.kwargs for call in calls)
+    return found
+
+
+@pytest.fixture
+def mocked() -> Iterator[aioresponses]:
+    with aioresponses() as m:
+        yield m
+
+
+@pytest.fixture
+def limiter() -> RecordingLimiter:
+    return RecordingLimiter()
+
+
+@pytest.fixture
+async def client(limiter: RecordingLimiter) -> AsyncIterator[txc_async.Client]:
+    async with txc_async.Client(
+        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter, retry=fast_retry()
+    ) as c:
+        yield c
+
+
+def serve_rewards(mocked: aioresponses, records: list[dict[str, Any]]) -> None:
+    """Answer reward queries like the service: newest first, filtered by account and from/to,
+    sliced by offset and limit (offset at most 10,000)."""
+    from aioresponses import CallbackResult
+
+    def answer(url: Any, **kwargs: Any) -> CallbackResult:
+        body = decode_signed(kwargs)
+        chosen = [
+            r for r in records
+            if body.get("from", 0) <= r["date"] <= body.get("to", 2**62)
+            and body.get("account", r["miningAccountName"]) == r["miningAccountName"]
+        ]
+        chosen.sort(key=lambda r: (-r["date"], r["miningAccountName"]))
+        offset, limit = body.get("offset", 0), body.get("limit", 30)
+        assert 0 <= offset <= 10000 and 1 <= limit <= 100
+        return CallbackResult(
+            payload={"offset": offset, "limit": limit, "data": chosen[offset : offset + limit]}
+        )
+
+    mocked.post(BASE + "/api/v4/mining/rewards", callback=answer, repeat=True)
+
+
+def make_rewards(accounts: int, days: int, start: int = 1704067200) -> list[dict[str, Any]]:
+    """Daily reward rows of ``accounts`` accounts over ``days`` days."""
+    return [
+        {
+            "miningAccountName": f"acc_{a:03d}", "totalReward": f"0.{a:04d}{d:04d}",
+            "reward": f"0.{a:04d}{d:04d}", "fee": "0", "fppsRate": "0.000001",
+            "hashRate": "1 TH/s", "date": start + d * 86400,
+        }
+        for d in range(days)
+        for a in range(accounts)
+    ]

@@ -1,0 +1,82 @@
+"""Asyncio client of the exchange HTTP API v4.
+
+Signed requests with millisecond nonces, exact ``Decimal`` money, per-endpoint rate-limit budgets
+that the server never sees exceeded, typed msgspec answers, and precise errors.
+"""
+
+from __future__ import annotations
+
+from ._backfill import backfill_mining_rewards
+from ._client import DEFAULT_BASE_URL, EU_BASE_URL, Client
+from ._errors import (
+    ApiError,
+    AuthenticationError,
+    InvalidParameterError,
+    RateLimitError,
+    RequestTimeout,
+    TransportError,
+    TxcError,
+    ValidationError,
+)
+from ._models import (
+    CollateralOrder,
+    FixedPlan,
+    Hashrate,
+    HashratePoint,
+    Investment,
+    InvestmentsPage,
+    InvestmentStatus,
+    MiningAccount,
+    MiningReward,
+    OAuthToken,
+    OrderStatus,
+    OtoOrder,
+    PlanStatus,
+    PositionSide,
+    RewardsPage,
+    Side,
+)
+from ._ratelimit import DEFAULT_RATE_LIMITS, Limiter, RateLimit
+from ._retry import RetryPolicy
+from ._scheduler import InProcessLimiter
+from ._stats import ClientStats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_RATE_LIMITS",
+    "EU_BASE_URL",
+    "ApiError",
+    "AuthenticationError",
+    "Client",
+    "ClientStats",
+    "CollateralOrder",
+    "FixedPlan",
+    "Hashrate",
+    "HashratePoint",
+    "InProcessLimiter",
+    "InvalidParameterError",
+    "Investment",
+    "InvestmentStatus",
+    "InvestmentsPage",
+    "Limiter",
+    "MiningAccount",
+    "MiningReward",
+    "OAuthToken",
+    "OrderStatus",
+    "OtoOrder",
+    "PlanStatus",
+    "PositionSide",
+    "RateLimit",
+    "RateLimitError",
+    "RequestTimeout",
+    "RetryPolicy",
+    "RewardsPage",
+    "Side",
+    "TransportError",
+    "TxcError",
+    "ValidationError",
+    "__version__",
+    "backfill_mining_rewards",
+]

@@ -1,0 +1,213 @@
+"""Turns a raw answer into a typed result or the precise error, by status and by body shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, TypeVar
+
+import msgspec
+
+from ._errors import (
+    ApiError,
+    AuthenticationError,
+    RateLimitError,
+    TransportError,
+    ValidationError,
+)
+from ._transport import RawResponse
+
+__all__ = ["NonceRefused", "RateLimited", "decode_answer", "parse_retry_after"]
+
+T = TypeVar("T")
+
+_decode_any = msgspec.json.Decoder().decode
+
+# Error codes the service uses for refused parameters (SERVICE_NOTES: 30-36, 10, 111-116).
+_VALIDATION_CODES = frozenset({10, *range(30, 37), *range(111, 117)})
+_THROTTLE_MESSAGES = ("too many attempts",)
+_MAX_MESSAGE = 300
+
+
+class RateLimited(Exception):
+    """Internal signal: the server refused the request for its rate limit; nothing was executed."""
+
+    def __init__(self, error: RateLimitError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class NonceRefused(Exception):
+    """Internal signal: the server refused the nonce (JSON 429); nothing was executed."""
+
+    def __init__(self, error: AuthenticationError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """The Retry-After header in seconds, when it is a number."""
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+        return None
+    return seconds
+
+
+def _try_json(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return _decode_any(body)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _text(value: object) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def _messages(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    return [_text(value)]
+
+
+def _field_errors(value: object) -> dict[str, list[str]]:
+    # An empty map is sometimes serialised as an empty list.
+    if isinstance(value, dict):
+        return {str(k): _messages(v) for k, v in value.items()}
+    return {}
+
+
+def _is_message_list_map(data: object) -> bool:
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(isinstance(v, list) and all(isinstance(m, str) for m in v) for v in data.values())
+    )
+
+
+def error_from_body(status: int, data: object) -> ApiError | None:
+    """The error an answer body describes, recognised by its shape; None when it is not one."""
+    if not isinstance(data, dict):
+        return None
+    code: int | None = None
+    errors: dict[str, list[str]] = {}
+    if "message" in data and ("code" in data or "errors" in data):
+        # Private shape {code, message, errors}.
+        raw_code = data.get("code")
+        code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
+        message_value = data.get("message")
+        errors = _field_errors(data.get("errors"))
+        if isinstance(message_value, dict):
+            errors = {**_field_errors(message_value), **errors}
+            message = "request refused"
+        else:
+            message = _text(message_value) if message_value is not None else "request refused"
+    elif data.get("success") is False:
+        # Public shapes {success: false, message, params} and {success: false, message: {...}}.
+        message_value = data.get("message")
+        if isinstance(message_value, dict):
+            errors = _field_errors(message_value)
+            message = "request refused"
+        else:
+            message = _text(message_value) if message_value is not None else "request refused"
+    elif set(data) == {"data"} and _is_message_list_map(data["data"]):
+        # OAuth refusal {data: {token: [...]}}.
+        return AuthenticationError(
+            "; ".join(m for ms in data["data"].values() for m in ms) or "token refused",
+            status=status,
+            errors=_field_errors(data["data"]),
+        )
+    elif set(data) == {"error"}:
+        return ApiError(
+            "; ".join(_messages(data["error"])) or "error", status=status, errors={}
+        )
+    elif _is_message_list_map(data) and status >= 400:
+        # Flat {field: [message]}.
+        return ValidationError("Validation failed", status=status, errors=_field_errors(data))
+    else:
+        return None
+
+    lowered = message.lower()
+    if any(t in lowered for t in _THROTTLE_MESSAGES):
+        return RateLimitError(message, status=status, code=code, errors=errors)
+    if status in (401, 403):
+        return AuthenticationError(message, status=status, code=code, errors=errors)
+    if (
+        (code is not None and code in _VALIDATION_CODES)
+        or "validation" in lowered
+        or errors
+        or status in (400, 422)
+    ):
+        return ValidationError(message, status=status, code=code, errors=errors)
+    return ApiError(message, status=status, code=code, errors=errors)
+
+
+def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
+    """The typed result of ``raw``, or the error it carries.
+
+    Raises :class:`RateLimited` / :class:`NonceRefused` for refusals the client retries itself,
+    :class:`TransportError` for answers with no usable content, :class:`ApiError` subclasses for
+    error bodies (whatever the status, 2xx included).
+    """
+    status, headers, body = raw
+    if 200 <= status < 300:
+        try:
+            return decode(body)
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            pass
+        data = _try_json(body)
+        if data is None:
+            raise TransportError("the answer is not JSON", status=status)
+        error = error_from_body(status, data)
+        if error is None:
+            raise TransportError("the answer does not have the expected shape", status=status)
+        _raise_error(error, headers)
+    if status == 429:
+        data = _try_json(body)
+        if data is None:
+            raise RateLimited(
+                RateLimitError(
+                    "rate limit exceeded",
+                    status=429,
+                    retry_after=parse_retry_after(headers),
+                )
+            )
+        error = error_from_body(status, data)
+        message = error.message if error is not None else "nonce refused"
+        raise NonceRefused(
+            AuthenticationError(
+                f"nonce refused: {message}",
+                status=429,
+                code=error.code if error is not None else None,
+                errors=error.errors if error is not None else {},
+            )
+        )
+    data = _try_json(body)
+    if status >= 500:
+        detail = ""
+        if data is not None:
+            found = error_from_body(status, data)
+            if found is not None:
+                detail = f": {found.message}"
+        raise TransportError(f"server error{detail}", status=status)
+    if data is None:
+        raise TransportError("the answer is not JSON", status=status)
+    error = error_from_body(status, data)
+    if error is None:
+        error = ApiError("unexpected error answer", status=status)
+    _raise_error(error, headers)
+
+
+def _raise_error(error: ApiError, headers: Mapping[str, str]) -> NoReturn:
+    if isinstance(error, RateLimitError):
+        error.retry_after = parse_retry_after(headers)
+        raise RateLimited(error)
+    raise error

@@ -1,0 +1,219 @@
+"""Typed answers of the API: msgspec structs with snake_case fields renamed to the wire names."""
+
+from __future__ import annotations
+
+import enum
+from decimal import Decimal
+
+import msgspec
+
+__all__ = [
+    "CollateralOrder",
+    "FixedPlan",
+    "Hashrate",
+    "HashratePoint",
+    "Investment",
+    "InvestmentStatus",
+    "InvestmentsPage",
+    "MiningAccount",
+    "MiningReward",
+    "OAuthToken",
+    "OrderStatus",
+    "OtoOrder",
+    "PlanStatus",
+    "PositionSide",
+    "RewardsPage",
+    "Side",
+]
+
+
+class InvestmentStatus(enum.IntEnum):
+    """Status of a fixed-lending investment."""
+
+    ACTIVE = 1
+    CLOSED = 2
+
+
+class PlanStatus(enum.IntEnum):
+    """Status of a fixed-lending plan."""
+
+    ACTIVE = 1
+    NO_COINS_LEFT = 2
+    INACTIVE = 3
+    PAUSE = 4
+
+
+class OrderStatus(enum.StrEnum):
+    """Status of an order."""
+
+    NEW = "NEW"
+    FILLED = "FILLED"
+    PARTIALLY_FILLED = "PARTIALLY_FILLED"
+    CANCELLED = "CANCELLED"
+
+
+class Side(enum.StrEnum):
+    """Side of an order."""
+
+    BUY = "buy"
+    SELL = "sell"
+
+
+class PositionSide(enum.StrEnum):
+    """Position side of a collateral order."""
+
+    LONG = "LONG"
+    SHORT = "SHORT"
+    BOTH = "BOTH"
+
+
+class FixedPlan(msgspec.Struct, frozen=True, rename="camel"):
+    """A fixed crypto-lending plan."""
+
+    id: str
+    ticker: str
+    status: PlanStatus
+    percent: Decimal
+    duration: int
+    interest_ticker: str
+    interest_ratio: Decimal
+    min_investment: Decimal
+    max_investment: Decimal
+    max_possible_investment: Decimal
+
+
+class Investment(msgspec.Struct, frozen=True, rename="camel"):
+    """One fixed-lending investment of the user."""
+
+    id: str
+    plan: FixedPlan
+    status: InvestmentStatus
+    created: int
+    updated: int
+    payment_time: int
+    amount: Decimal
+    interest_paid: Decimal
+
+
+class InvestmentsPage(msgspec.Struct, frozen=True):
+    """One page of the investments history."""
+
+    offset: int
+    limit: int
+    records: list[Investment]
+
+
+class OtoOrder(msgspec.Struct, frozen=True, rename="camel"):
+    """The stop-loss / take-profit legs attached to an order."""
+
+    oto_id: int
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
+
+
+class CollateralOrder(msgspec.Struct, frozen=True, rename={"position_side": "positionSide"}):
+    """A collateral stop-limit order as the exchange recorded it."""
+
+    order_id: int
+    market: str
+    side: Side
+    type: str
+    timestamp: float
+    amount: Decimal
+    price: Decimal
+    activation_price: Decimal
+    status: OrderStatus
+    client_order_id: str = ""
+    deal_money: Decimal = Decimal(0)
+    deal_stock: Decimal = Decimal(0)
+    left: Decimal | None = None
+    deal_fee: Decimal = Decimal(0)
+    stp: str | None = None
+    oto: OtoOrder | None = None
+    position_side: PositionSide | None = None
+
+
+class MiningAccount(msgspec.Struct, frozen=True, rename="camel"):
+    """A mining-pool account."""
+
+    name: str
+    created_at: int
+
+
+class MiningReward(msgspec.Struct, frozen=True, rename="camel"):
+    """One daily reward of a mining-pool account."""
+
+    mining_account_name: str
+    total_reward: Decimal
+    reward: Decimal
+    fee: Decimal
+    fpps_rate: Decimal
+    hash_rate: str
+    date: int
+
+
+class RewardsPage(msgspec.Struct, frozen=True):
+    """One page of mining rewards, newest first."""
+
+    offset: int
+    limit: int
+    data: list[MiningReward]
+
+
+class HashratePoint(msgspec.Struct, frozen=True):
+    """The hashrate of an account at one time."""
+
+    timestamp: int
+    hashrate: str
+
+
+class Hashrate(msgspec.Struct, frozen=True):
+    """The hashrate series of a mining account."""
+
+    account: str
+    hashrate: list[HashratePoint]
+
+
+class OAuthToken(msgspec.Struct, frozen=True, repr_omit_defaults=False):
+    """A new OAuth access token and the refresh token that replaces the one used.
+
+    ``expires_in`` is in seconds. The tokens never appear in ``repr`` or ``str``.
+    """
+
+    access_token: str
+    expires_in: int
+    refresh_token: str
+    scope: str
+    token_type: str
+
+    @property
+    def scopes(self) -> list[str]:
+        """The granted scope names."""
+        return [s.strip() for s in self.scope.split(",") if s.strip()]
+
+    def __repr__(self) -> str:
+        return (
+            f"OAuthToken(access_token='***', expires_in={self.expires_in!r}, "
+            f"refresh_token='***', scope={self.scope!r}, token_type={self.token_type!r})"
+        )
+
+    __str__ = __repr__
+
+
+# Envelopes of the wire answers; the client unwraps them.
+
+
+class _MiningAccountEnvelope(msgspec.Struct, frozen=True):
+    data: MiningAccount
+
+
+class _HashrateEnvelope(msgspec.Struct, frozen=True):
+    data: Hashrate
+
+
+class _OAuthEnvelope(msgspec.Struct, frozen=True):
+    data: OAuthToken
+
+
+class _Balance(msgspec.Struct, frozen=True):
+    main_balance: Decimal

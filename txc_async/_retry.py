@@ -1,0 +1,50 @@
+"""When to send a request again, and how long to wait first."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["RetryPolicy"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounds and backoff of the client's retries.
+
+    - ``max_retries``: re-sends of a read (ping, balance, investments, rewards, hashrate) after a
+      connection error, a timeout, a 5xx or an undecodable answer. Writes are re-sent after such a
+      failure only when the connection was never made.
+    - ``max_rate_limit_retries``: re-sends of any request after the server refused it for its rate
+      limit (nothing was executed); the scope's budget pauses before each.
+    - ``max_nonce_retries``: re-sends, freshly signed, after the server refused a nonce.
+    - Backoff: ``backoff_base * 2**attempt`` seconds, capped at ``backoff_cap``, times a jitter
+      factor in [0.5, 1.0]; a Retry-After from the server is honoured up to ``max_retry_after``.
+    """
+
+    max_retries: int = 3
+    max_rate_limit_retries: int = 5
+    max_nonce_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+    max_retry_after: float = 30.0
+    random: Callable[[], float] = field(default=random.random, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("max_retries", "max_rate_limit_retries", "max_nonce_retries"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name}: must be an integer of at least 0")
+        for name in ("backoff_base", "backoff_cap", "max_retry_after"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"{name}: must be a number of at least 0")
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before re-send number ``attempt + 1`` (``attempt`` counts from 0)."""
+        delay = min(self.backoff_cap, self.backoff_base * (2.0**attempt))
+        delay *= 0.5 + 0.5 * self.random()
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_retry_after))
+        return delay

@@ -1,0 +1,122 @@
+"""Checks every parameter before anything is sent, and turns it into its wire form."""
+
+from __future__ import annotations
+
+import enum
+import re
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+
+from ._errors import InvalidParameterError
+
+__all__ = [
+    "check_choice",
+    "check_decimal",
+    "check_int_range",
+    "check_pattern",
+    "check_text",
+    "check_time_range",
+    "check_timestamp",
+]
+
+_DECIMAL_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
+
+
+def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:
+    """A positive decimal amount given as Decimal, str or int, in plain (non-exponent) notation."""
+    if isinstance(value, bool | float):
+        raise InvalidParameterError(
+            name,
+            f"must be a Decimal, str or int, not {type(value).__name__} "
+            "(a float cannot hold a decimal amount exactly)",
+        )
+    if isinstance(value, int):
+        number = Decimal(value)
+    elif isinstance(value, Decimal):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if not _DECIMAL_TEXT.fullmatch(text):
+            raise InvalidParameterError(
+                name, f"must be a plain decimal number such as '0.01', got {value!r}"
+            )
+        try:
+            number = Decimal(text)
+        except InvalidOperation:  # pragma: no cover - the pattern already guarantees a number
+            raise InvalidParameterError(name, f"is not a decimal number: {value!r}") from None
+    else:
+        raise InvalidParameterError(
+            name, f"must be a Decimal, str or int, not {type(value).__name__}"
+        )
+    if not number.is_finite():
+        raise InvalidParameterError(name, "must be a finite number (not NaN or infinity)")
+    if number < 0 or (number == 0 and not allow_zero):
+        raise InvalidParameterError(name, "must be greater than 0")
+    text = format(number, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".") or "0"
+    return text
+
+
+def check_int_range(name: str, value: object, low: int, high: int) -> int:
+    """An integer (not a bool) within ``low..high`` inclusive."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidParameterError(name, f"must be an integer from {low} to {high}")
+    if not low <= value <= high:
+        raise InvalidParameterError(name, f"must be from {low} to {high}, got {value}")
+    return int(value)
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...] | tuple[int, ...]) -> object:
+    """One of ``choices``; enum members are taken by value."""
+    raw = value.value if isinstance(value, enum.Enum) else value
+    if isinstance(raw, bool) or raw not in choices:
+        shown = ", ".join(repr(c) for c in choices)
+        raise InvalidParameterError(name, f"must be one of {shown}, got {value!r}")
+    return raw
+
+
+def check_text(name: str, value: object, *, max_length: int, min_length: int = 1) -> str:
+    """A string of ``min_length..max_length`` characters."""
+    if not isinstance(value, str):
+        raise InvalidParameterError(name, f"must be a string, not {type(value).__name__}")
+    if not min_length <= len(value) <= max_length:
+        raise InvalidParameterError(
+            name, f"must be {min_length} to {max_length} characters long, got {len(value)}"
+        )
+    return value
+
+
+def check_pattern(name: str, value: object, pattern: re.Pattern[str], rule: str) -> str:
+    """A string that matches ``pattern`` entirely; ``rule`` says the rule in words."""
+    if not isinstance(value, str):
+        raise InvalidParameterError(name, f"must be a string, not {type(value).__name__}")
+    if not pattern.fullmatch(value):
+        raise InvalidParameterError(name, f"{rule}, got {value!r}")
+    return value
+
+
+def check_timestamp(name: str, value: object) -> int:
+    """Unix seconds from an int or a timezone-aware datetime."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+            raise InvalidParameterError(
+                name, "a datetime must be timezone-aware (e.g. datetime(..., tzinfo=UTC))"
+            )
+        return int(value.timestamp() // 1)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidParameterError(
+            name, f"must be an int Unix time or an aware datetime, not {type(value).__name__}"
+        )
+    if not 0 <= value <= 253402300799:
+        raise InvalidParameterError(name, "must be a Unix time in seconds from 0 to year 9999")
+    return int(value)
+
+
+def check_time_range(start: object, end: object) -> tuple[int | None, int | None]:
+    """``start``/``end`` as Unix seconds; ``start`` may not come after ``end``."""
+    lo = None if start is None else check_timestamp("start", start)
+    hi = None if end is None else check_timestamp("end", end)
+    if lo is not None and hi is not None and lo > hi:
+        raise InvalidParameterError("start", "must not be after end")
+    return lo, hi
