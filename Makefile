@@ -23,7 +23,7 @@ demo: $(STAMP)
 ## make lint: mypy --strict and ruff
 lint: $(STAMP)
 	$(VENV)/bin/mypy --strict txc_async
-	$(VENV)/bin/ruff check txc_async tests benchmarks
+	$(VENV)/bin/ruff check .
 
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run
 bench: $(STAMP)
