@@ -1,0 +1,261 @@
+"""The client against the embedded sandbox over real HTTP: every operation, faults, and the
+promises under faults (reads survive, writes are sent once, nothing leaks, nothing hangs)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+import txc_async
+from txc_async import (
+    AuthenticationError,
+    RateLimit,
+    RequestTimeout,
+    RetryPolicy,
+    TransportError,
+    ValidationError,
+)
+from txc_async.sandbox import Sandbox
+
+BALANCE = "/api/v4/main-account/balance"
+ORDER = "/api/v4/order/collateral/stop-limit"
+CREATE = "/api/v4/mining/accounts/create"
+OAUTH = "/oauth2/refresh_token"
+REWARDS = "/api/v4/mining/rewards"
+START = 1704067200  # 2024-01-01
+DAY = 86400
+
+QUICK_RETRY = RetryPolicy(backoff_base=0.01, backoff_cap=0.05, max_retry_after=0.05)
+
+
+@pytest.fixture
+async def sandbox() -> AsyncIterator[Sandbox]:
+    async with Sandbox() as box:
+        yield box
+
+
+def client_for(box: Sandbox, **kwargs: Any) -> txc_async.Client:
+    kwargs.setdefault("retry", QUICK_RETRY)
+    kwargs.setdefault("limiter", txc_async.InProcessLimiter())
+    return txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url, **kwargs
+    )
+
+
+@pytest.fixture
+async def client(sandbox: Sandbox) -> AsyncIterator[txc_async.Client]:
+    async with client_for(sandbox) as c:
+        yield c
+
+
+ORDER_ARGS: dict[str, Any] = {
+    "market": "BTC_USDT", "side": "buy", "amount": Decimal("0.01"), "price": "40000",
+    "activation_price": "39950",
+}
+
+
+async def test_every_operation_round_trips(sandbox: Sandbox, client: txc_async.Client) -> None:
+    assert await client.ping() is True
+    balance = await client.main_balance()
+    assert balance and all(isinstance(v, Decimal) and v > 0 for v in balance.values())
+    page = await client.investments_history(limit=10)
+    assert len(page.records) == 10 and page.limit == 10
+    everything = [r async for r in client.iter_investments_history()]
+    assert len({r.id for r in everything}) == len(everything) > 100
+    order = await client.collateral_stop_limit_order(
+        **ORDER_ARGS, stop_loss="39000", take_profit="45000", client_order_id="it-1",
+        position_side="LONG",
+    )
+    assert order.status is txc_async.OrderStatus.NEW and order.amount == Decimal("0.01")
+    assert order.oto is not None and order.oto.stop_loss == Decimal("39000")
+    assert order.client_order_id == "it-1"
+    account = await client.create_mining_account(name="integration_pool")
+    assert account.name == "integration_pool"
+    name = sandbox.mining_account_names[0]
+    rewards = await client.mining_rewards(account=name, start=START, end=START + 9 * DAY,
+                                          limit=100)
+    assert len(rewards.data) == 10
+    assert all(r.total_reward == r.reward + r.fee for r in rewards.data)
+    series = await client.mining_hashrate(account=name, start=START, end=START + DAY,
+                                          interval="1h")
+    assert series.account == name and len(series.hashrate) >= 24
+    token = await client.refresh_oauth_token(
+        client_id=sandbox.oauth_client_id, client_secret=sandbox.oauth_client_secret,
+        refresh_token=sandbox.oauth_refresh_token,
+    )
+    assert token.expires_in == 300 and token.token_type == "Bearer"
+    assert sandbox.stats.nonce_refused == 0 and sandbox.stats.auth_failed == 0
+
+
+async def test_server_side_refusals_map_to_the_error_tree(
+    sandbox: Sandbox, client: txc_async.Client
+) -> None:
+    await client.create_mining_account(name="taken_name")
+    with pytest.raises(ValidationError) as caught:
+        await client.create_mining_account(name="taken_name")
+    assert "name" in caught.value.errors
+    old = sandbox.oauth_refresh_token
+    await client.refresh_oauth_token(client_id=sandbox.oauth_client_id,
+                                     client_secret=sandbox.oauth_client_secret,
+                                     refresh_token=old)
+    with pytest.raises(AuthenticationError) as refused:
+        await client.refresh_oauth_token(client_id=sandbox.oauth_client_id,
+                                         client_secret=sandbox.oauth_client_secret,
+                                         refresh_token=old)
+    assert refused.value.errors == {"token": ["Invalid token."]}
+    sandbox.add_key("no-b2b-key", "no-b2b-secret-0123456789", b2b=False)
+    async with txc_async.Client(api_key="no-b2b-key", api_secret="no-b2b-secret-0123456789",
+                                base_url=sandbox.url) as other:
+        with pytest.raises(AuthenticationError) as forbidden:
+            await other.investments_history()
+    assert forbidden.value.status == 403
+    async with txc_async.Client(api_key=sandbox.api_key, api_secret="wrong-secret",
+                                base_url=sandbox.url) as wrong:
+        with pytest.raises(AuthenticationError) as bad:
+            await wrong.main_balance()
+    assert bad.value.status == 401
+
+
+# -- reads survive faults -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault", ["html_502", "json_503", "text_503", "json_500", "reset", "malformed_json"]
+)
+async def test_reads_survive_each_fault(
+    sandbox: Sandbox, client: txc_async.Client, fault: str
+) -> None:
+    sandbox.faults.add(BALANCE, fault, times=2)
+    assert await client.main_balance()
+    assert sandbox.stats.received[BALANCE] == 3
+
+
+async def test_reads_survive_an_answer_slower_than_the_timeout(sandbox: Sandbox) -> None:
+    sandbox.faults.add(BALANCE, "slow", delay=1.0)
+    async with client_for(sandbox, timeout=0.2) as c:
+        assert await c.main_balance()
+    assert sandbox.stats.received[BALANCE] == 2
+
+
+async def test_a_persistent_outage_ends_in_a_transport_error_in_bounded_time(
+    sandbox: Sandbox, client: txc_async.Client
+) -> None:
+    sandbox.faults.add(BALANCE, "html_502", times=100)
+    began = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        await client.main_balance()
+    assert caught.value.status == 502
+    assert sandbox.stats.received[BALANCE] == QUICK_RETRY.max_retries + 1
+    assert time.monotonic() - began < 5
+
+
+async def test_a_persistent_timeout_ends_in_request_timeout(sandbox: Sandbox) -> None:
+    sandbox.faults.add(BALANCE, "slow", delay=0.5, times=100)
+    async with client_for(sandbox, timeout=0.1, retry=RetryPolicy(
+        max_retries=2, backoff_base=0.01, backoff_cap=0.02)) as c:
+        with pytest.raises(RequestTimeout):
+            await c.main_balance()
+    assert sandbox.stats.received[BALANCE] == 3
+
+
+# -- writes are sent once --------------------------------------------------------------------------
+
+WRITES: list[tuple[str, str, dict[str, Any]]] = [
+    ("collateral_stop_limit_order", ORDER, ORDER_ARGS),
+    ("create_mining_account", CREATE, {"name": "write_once"}),
+]
+
+
+@pytest.mark.parametrize("fault", ["html_502", "json_503", "json_500", "reset", "malformed_json"])
+@pytest.mark.parametrize(("method", "path", "kwargs"), WRITES)
+async def test_writes_hit_by_a_fault_are_sent_exactly_once(
+    sandbox: Sandbox, client: txc_async.Client, fault: str, method: str, path: str,
+    kwargs: dict[str, Any],
+) -> None:
+    sandbox.faults.add(path, fault, execute=True)
+    with pytest.raises(TransportError) as caught:
+        await getattr(client, method)(**kwargs)
+    if fault != "reset":
+        assert caught.value.status is not None
+    assert sandbox.stats.received[path] == 1
+    assert sandbox.stats.executed[path] == 1
+
+
+async def test_oauth_refresh_hit_by_a_fault_is_sent_once(
+    sandbox: Sandbox, client: txc_async.Client
+) -> None:
+    sandbox.faults.add(OAUTH, "html_502", execute=True)
+    with pytest.raises(TransportError):
+        await client.refresh_oauth_token(client_id=sandbox.oauth_client_id,
+                                         client_secret=sandbox.oauth_client_secret,
+                                         refresh_token=sandbox.oauth_refresh_token)
+    assert sandbox.stats.received[OAUTH] == 1
+
+
+async def test_a_slow_write_times_out_once(sandbox: Sandbox) -> None:
+    sandbox.faults.add(ORDER, "slow", delay=1.0)
+    async with client_for(sandbox, timeout=0.2) as c:
+        with pytest.raises(RequestTimeout):
+            await c.collateral_stop_limit_order(**ORDER_ARGS)
+    await asyncio.sleep(1.0)
+    assert sandbox.stats.received[ORDER] == 1
+
+
+@pytest.mark.parametrize("refusal", ["rate_limit_429", "nonce_429", "throttle"])
+async def test_refused_writes_are_re_sent_with_a_fresh_nonce(
+    sandbox: Sandbox, client: txc_async.Client, refusal: str
+) -> None:
+    sandbox.faults.add(ORDER, refusal, retry_after=0.01 if refusal == "rate_limit_429" else None)
+    order = await client.collateral_stop_limit_order(**ORDER_ARGS, client_order_id="again-1")
+    assert order.client_order_id == "again-1"
+    assert sandbox.stats.received[ORDER] == 2
+    assert sandbox.stats.executed[ORDER] == 1
+    assert len(sandbox.stats.orders) == 1
+
+
+# -- cancellation and closing ---------------------------------------------------------------------
+
+
+async def test_a_call_cancelled_mid_flight_leaves_the_client_usable(
+    sandbox: Sandbox, client: txc_async.Client
+) -> None:
+    sandbox.faults.add(BALANCE, "slow", delay=5.0)
+    call = asyncio.create_task(client.main_balance())
+    await asyncio.sleep(0.1)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await client.main_balance()
+    assert await client.ping()
+
+
+async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sandbox) -> None:
+    sandbox.faults.add(BALANCE, "slow", delay=10.0, times=10)
+    c = client_for(sandbox, rate_limits={"main_balance": RateLimit(2, 60)})
+    calls = [asyncio.create_task(c.main_balance()) for _ in range(6)]  # 4 wait for budget
+    await asyncio.sleep(0.2)
+    async with asyncio.timeout(3):
+        await c.close()
+        results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, TransportError) for r in results), results
+    assert all("closed" in str(r) for r in results)
+
+
+# -- limits as the server sees them ------------------------------------------------------------
+
+
+async def test_a_burst_never_exceeds_the_limit_at_the_server() -> None:
+    limit = RateLimit(20, 1.0)
+    async with Sandbox(rate_limits={"main_balance": limit}) as box:
+        async with client_for(box, rate_limits={"main_balance": limit}) as c:
+            began = time.monotonic()
+            await asyncio.gather(*(c.main_balance() for _ in range(70)))
+            elapsed = time.monotonic() - began
+        assert box.stats.rate_limited == 0
+        assert box.stats.max_in_window("main_balance", 1.0) <= 20
+    assert elapsed < 3 * 1.0 * 1.2 + 0.5

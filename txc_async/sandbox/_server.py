@@ -1,0 +1,628 @@
+"""The sandbox server: the API's eight operations on 127.0.0.1, with the live service's signing,
+nonce, validation, error and rate-limit behaviour, plus fault injection for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from .._ratelimit import DEFAULT_RATE_LIMITS, RateLimit
+from ._data import InvestmentBook, RewardBook, mix
+
+__all__ = ["FAULT_KINDS", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+PATH_SCOPES: dict[str, str] = {
+    "/api/v4/public/ping": "public",
+    "/api/v4/main-account/balance": "main_balance",
+    "/api/v4/main-account/smart/investments": "investments",
+    "/api/v4/order/collateral/stop-limit": "collateral_stop_limit_order",
+    "/api/v4/mining/accounts/create": "create_mining_account",
+    "/api/v4/mining/rewards": "mining_rewards",
+    "/api/v4/mining/hashrate": "mining_hashrate",
+    "/oauth2/refresh_token": "refresh_oauth_token",
+}
+FAULT_KINDS = frozenset({
+    "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow",
+    "rate_limit_429", "nonce_429", "throttle", "error_200", "empty_404",
+})
+MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
+MIN_ORDER_AMOUNT = Decimal("0.0001")
+NONCE_WINDOW_MS = 5000
+REFRESH_TOKEN_LIFETIME = 600
+ACCESS_TOKEN_LIFETIME = 300
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
+_INTERVALS = {"5m": 300, "1h": 3600, "24h": 86400}
+_HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
+
+
+@dataclass(slots=True)
+class _Fault:
+    kind: str
+    delay: float
+    retry_after: float | None
+    execute: bool
+
+
+class FaultPlan:
+    """Faults queued per path; each applies to one request that reaches the path."""
+
+    def __init__(self) -> None:
+        self._queued: dict[str, deque[_Fault]] = {}
+
+    def add(
+        self,
+        path: str,
+        kind: str,
+        *,
+        times: int = 1,
+        delay: float = 0.0,
+        retry_after: float | None = None,
+        execute: bool = False,
+    ) -> None:
+        """Apply fault ``kind`` to the next ``times`` requests to ``path``.
+
+        With ``execute=True`` the operation runs before the fault replaces its answer, as when
+        a proxy fails after the service did the work.
+        """
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"kind: must be one of {', '.join(sorted(FAULT_KINDS))}")
+        if path not in PATH_SCOPES:
+            raise ValueError(f"path: must be one of {', '.join(sorted(PATH_SCOPES))}")
+        queue = self._queued.setdefault(path, deque())
+        for _ in range(times):
+            queue.append(_Fault(kind, delay, retry_after, execute))
+
+    def clear(self) -> None:
+        self._queued.clear()
+
+    def pending(self, path: str) -> int:
+        return len(self._queued.get(path, ()))
+
+    def take(self, path: str) -> _Fault | None:
+        queue = self._queued.get(path)
+        return queue.popleft() if queue else None
+
+
+@dataclass(slots=True)
+class SandboxStats:
+    """What reached the sandbox. Refusal counters count the sandbox's own refusals, not faults."""
+
+    received: Counter[str] = field(default_factory=Counter)
+    executed: Counter[str] = field(default_factory=Counter)
+    rate_limited: int = 0
+    nonce_refused: int = 0
+    auth_failed: int = 0
+    faults_served: int = 0
+    arrivals: dict[str, list[float]] = field(default_factory=dict)
+    orders: list[dict[str, Any]] = field(default_factory=list)
+
+    def max_in_window(self, scope: str, per_seconds: float) -> int:
+        """The most arrivals of ``scope`` in any span of ``per_seconds`` (strict sliding window)."""
+        times = sorted(self.arrivals.get(scope, ()))
+        best = first = 0
+        for last, moment in enumerate(times):
+            while times[first] <= moment - per_seconds:
+                first += 1
+            best = max(best, last - first + 1)
+        return best
+
+    def reset(self) -> None:
+        self.received.clear()
+        self.executed.clear()
+        self.rate_limited = self.nonce_refused = self.auth_failed = self.faults_served = 0
+        self.arrivals.clear()
+        self.orders.clear()
+
+
+class _Refusal(Exception):
+    """An answer other than success, raised from inside an operation."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+
+
+def _validation(status: int, code: int, message: str, errors: Mapping[str, list[str]]) -> _Refusal:
+    return _Refusal(status, {"code": code, "message": message, "errors": dict(errors)})
+
+
+def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, body=_encode(body), content_type="application/json", headers=headers
+    )
+
+
+@dataclass(slots=True)
+class _Key:
+    secret: bytes
+    b2b: bool
+    used_nonces: set[int] = field(default_factory=set)
+    nonce_order: deque[int] = field(default_factory=deque)
+    last_nonce: int = 0
+    client_order_ids: set[str] = field(default_factory=set)
+
+
+class Sandbox:
+    """An embedded simulator of the API, served on 127.0.0.1 (an async context manager).
+
+    ``url``, ``api_key`` and ``api_secret`` are what a client needs; ``faults`` injects faults,
+    ``stats`` tells what arrived. With ``enforce_limits=False`` no rate limit is applied.
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        seed: int = 0,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        enforce_limits: bool = True,
+        mining_accounts: int = 40,
+        rewards_per_day: int = 1,
+        rewards_start: int = 1704067200,
+        rewards_days: int = 731,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.seed = seed
+        self.enforce_limits = enforce_limits
+        self.rate_limits = {**DEFAULT_RATE_LIMITS, **(rate_limits or {})}
+        self._clock = clock
+        self.api_key = f"sandbox-key-{seed}"
+        self.api_secret = hashlib.sha256(f"sandbox-secret-{seed}".encode()).hexdigest()[:40]
+        self.oauth_client_id = f"sandbox-client-{seed}"
+        self.oauth_client_secret = hashlib.sha256(f"sandbox-oauth-{seed}".encode()).hexdigest()
+        self._keys: dict[str, _Key] = {self.api_key: _Key(self.api_secret.encode(), True)}
+        self._refresh_tokens: dict[str, float] = {}
+        self.oauth_refresh_token = self._issue_refresh_token()
+        self.rewards = RewardBook(seed, mining_accounts, rewards_start, rewards_days,
+                                  rewards_per_day)
+        self.mining_account_names = list(self.rewards.names)
+        self._created_accounts: dict[str, int] = {}
+        self.investments = InvestmentBook(seed)
+        self.balance = {
+            ticker: {"main_balance": f"{mix(seed, i) % 10**6}.{mix(seed, i, 1) % 10**8:08d}"}
+            for i, ticker in enumerate(("BTC", "ETH", "USDT", "SOL", "TXC"))
+        }
+        self._next_order_id = 4_000_000_000 + seed * 1000
+        self._windows: dict[str, deque[float]] = {}
+        self.faults = FaultPlan()
+        self.stats = SandboxStats()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=1 << 20)
+        for path in PATH_SCOPES:
+            method = "GET" if path == "/api/v4/public/ping" else "POST"
+            app.router.add_route(method, path, self._handle)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        # Handlers still sleeping in a "slow" fault are not waited for at close.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=0.25
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = site._server
+        assert server is not None and isinstance(server, asyncio.base_events.Server)
+        self.port = server.sockets[0].getsockname()[1]
+        self.url = f"http://{self.host}:{self.port}"
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Sandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def add_key(self, api_key: str, api_secret: str, *, b2b: bool = True) -> None:
+        """Another API key the sandbox accepts; ``b2b=False`` has no access to investments."""
+        self._keys[api_key] = _Key(api_secret.encode(), b2b)
+
+    def __repr__(self) -> str:
+        return f"Sandbox(url={self.url!r})"
+
+    # -- the request path -------------------------------------------------------------------
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        return web.Response(status=404)
+
+    def _over_limit(self, scope: str, now: float) -> bool:
+        if not self.enforce_limits:
+            return False
+        limit = self.rate_limits[scope]
+        window = self._windows.get(scope)
+        if window is None:
+            window = self._windows[scope] = deque()
+        while window and window[0] <= now - limit.per_seconds:
+            window.popleft()
+        if len(window) >= limit.max_requests:
+            return True
+        window.append(now)
+        return False
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        scope = PATH_SCOPES[path]
+        now = self._clock()
+        stats = self.stats
+        stats.received[path] += 1
+        arrivals = stats.arrivals.get(scope)
+        if arrivals is None:
+            arrivals = stats.arrivals[scope] = []
+        arrivals.append(now)
+        if self._over_limit(scope, now):
+            stats.rate_limited += 1
+            return web.Response(status=429, body=_HTML_429, content_type="text/html")
+        body = await request.read()
+        fault = self.faults.take(path)
+        if fault is not None and fault.kind == "slow":
+            await asyncio.sleep(fault.delay)
+            fault = None
+        if fault is not None and not fault.execute:
+            stats.faults_served += 1
+            return self._fault_answer(request, fault)
+        try:
+            answer = self._operate(request, path, body, now)
+        except _Refusal as refusal:
+            response = _json(refusal.status, refusal.body)
+        else:
+            stats.executed[path] += 1
+            response = _json(200, answer)
+        if fault is not None:
+            stats.faults_served += 1
+            return self._fault_answer(request, fault)
+        return response
+
+    def _fault_answer(self, request: web.Request, fault: _Fault) -> web.Response:
+        kind = fault.kind
+        if kind == "reset":
+            transport = request.transport
+            if transport is not None:
+                transport.abort()
+            return web.Response(status=500)
+        if kind == "html_502":
+            return web.Response(status=502, body=b"<html><body>502 Bad Gateway</body></html>",
+                                content_type="text/html")
+        if kind == "json_503":
+            return _json(503, {"code": 503, "message": "Service unavailable"})
+        if kind == "text_503":
+            return web.Response(status=503, text="Service is under maintenance")
+        if kind == "json_500":
+            return _json(500, {"error": ["Internal server error."]})
+        if kind == "malformed_json":
+            return web.Response(status=200, body=b'{"offset": 0, "data": [{"mining',
+                                content_type="application/json")
+        if kind == "rate_limit_429":
+            headers = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = f"{fault.retry_after:g}"
+            return web.Response(status=429, body=_HTML_429, content_type="text/html",
+                                headers=headers)
+        if kind == "nonce_429":
+            return _json(429, {"code": 0, "message": "Too many requests.", "errors": {}})
+        if kind == "throttle":
+            return _json(400, {"code": 0, "message": "Too Many Attempts.", "errors": {}})
+        if kind == "error_200":
+            return _json(200, {"success": False, "message": "Service error", "result": None})
+        return web.Response(status=404)  # empty_404
+
+    def _operate(self, request: web.Request, path: str, body: bytes, now: float) -> Any:
+        if path == "/api/v4/public/ping":
+            return ["pong"]
+        if path == "/oauth2/refresh_token":
+            return self._refresh(body, now)
+        key, params = self._authenticate(request, path, body, now)
+        if path == "/api/v4/main-account/balance":
+            return self.balance
+        if path == "/api/v4/mining/rewards":
+            return self._rewards(params)
+        if path == "/api/v4/main-account/smart/investments":
+            return self._investments(key, params)
+        if path == "/api/v4/order/collateral/stop-limit":
+            return self._order(key, params, now)
+        if path == "/api/v4/mining/accounts/create":
+            return self._create_account(params, now)
+        return self._hashrate(params, now)
+
+    # -- authentication ---------------------------------------------------------------------
+
+    def _auth_failure(self, message: str) -> _Refusal:
+        self.stats.auth_failed += 1
+        return _validation(401, 0, message, {})
+
+    def _authenticate(
+        self, request: web.Request, path: str, body: bytes, now: float
+    ) -> tuple[_Key, dict[str, Any]]:
+        headers = request.headers
+        key = self._keys.get(headers.get("X-TXC-APIKEY", ""))
+        if key is None:
+            raise self._auth_failure("Invalid key")
+        payload = headers.get("X-TXC-PAYLOAD", "")
+        try:
+            if base64.b64decode(payload, validate=True) != body:
+                raise self._auth_failure("Invalid payload")
+        except (binascii.Error, ValueError):
+            raise self._auth_failure("Invalid payload") from None
+        expected = hmac.new(key.secret, payload.encode(), hashlib.sha512).hexdigest()
+        if not hmac.compare_digest(expected, headers.get("X-TXC-SIGNATURE", "")):
+            raise self._auth_failure("Invalid signature")
+        try:
+            params = _decode(body)
+        except msgspec.DecodeError:
+            raise _validation(400, 0, "Invalid JSON body", {}) from None
+        if not isinstance(params, dict):
+            raise _validation(400, 0, "Invalid JSON body", {})
+        if params.get("request") != path:
+            raise self._auth_failure("Invalid request: the request field must equal the path")
+        self._check_nonce(key, params, now)
+        return key, params
+
+    def _check_nonce(self, key: _Key, params: dict[str, Any], now: float) -> None:
+        raw = params.get("nonce")
+        try:
+            nonce = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
+        except ValueError:
+            nonce = None
+        if nonce is None:
+            raise _validation(400, 0, "Validation failed", {"nonce": ["The nonce is required."]})
+        if params.get("nonceWindow") is True:
+            now_ms = int(now * 1000)
+            if abs(nonce - now_ms) > NONCE_WINDOW_MS:
+                self.stats.nonce_refused += 1
+                raise _validation(
+                    429, 0, "Your nonce is more than 5 seconds lesser than the current nonce", {}
+                )
+            if nonce in key.used_nonces:
+                self.stats.nonce_refused += 1
+                raise _validation(429, 0, "Too many requests.", {})
+            key.used_nonces.add(nonce)
+            key.nonce_order.append(nonce)
+            # Nonces older than the window are refused by the window check; forget them.
+            while key.nonce_order and key.nonce_order[0] < now_ms - 2 * NONCE_WINDOW_MS:
+                key.used_nonces.discard(key.nonce_order.popleft())
+        else:
+            if nonce <= key.last_nonce:
+                self.stats.nonce_refused += 1
+                raise _validation(429, 0, "Too many requests.", {})
+            key.last_nonce = nonce
+
+    # -- operations -------------------------------------------------------------------------
+
+    @staticmethod
+    def _int_param(
+        params: Mapping[str, Any], name: str, low: int, high: int, default: int | None
+    ) -> int | None:
+        value = params.get(name, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise _validation(400, 0, "Validation failed",
+                              {name: [f"The {name} must be between {low} and {high}."]})
+        return value
+
+    @staticmethod
+    def _timestamps(params: Mapping[str, Any]) -> tuple[int | None, int | None]:
+        start, end = params.get("from"), params.get("to")
+        for value in (start, end):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
+        if start is not None and end is not None and start > end:
+            raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
+        return start, end
+
+    def _rewards(self, params: dict[str, Any]) -> Any:
+        start, end = self._timestamps(params)
+        limit = self._int_param(params, "limit", 1, 100, 30)
+        offset = self._int_param(params, "offset", 0, 10000, 0)
+        assert limit is not None and offset is not None
+        account = params.get("account")
+        if account is not None and not isinstance(account, str):
+            raise _validation(400, 0, "Validation failed",
+                              {"account": ["The account must be a string."]})
+        return {
+            "offset": offset,
+            "limit": limit,
+            "data": self.rewards.page(account, start, end, offset, limit),
+        }
+
+    def _hashrate(self, params: dict[str, Any], now: float) -> Any:
+        start, end = self._timestamps(params)
+        interval = params.get("interval", "1h")
+        step = _INTERVALS.get(interval) if isinstance(interval, str) else None
+        if step is None:
+            raise _validation(400, 0, "Validation failed",
+                              {"interval": ["The selected interval is invalid."]})
+        account = params.get("account")
+        if account is not None and not isinstance(account, str):
+            raise _validation(400, 0, "Validation failed",
+                              {"account": ["The account must be a string."]})
+        end = int(now) if end is None else end
+        start = end - 86400 if start is None else start
+        first = -(-start // step) * step
+        points: list[dict[str, Any]] = []
+        index = self.rewards.index.get(account or "", 0)
+        for moment in range(first, end + 1, step):
+            if len(points) >= 2000:
+                break
+            h = mix(self.seed, index, moment)
+            points.append({"timestamp": moment,
+                           "hashrate": f"{100 + h % 900}.{(h >> 12) % 100:02d} TH/s"})
+        return {"data": {"account": account or "", "hashrate": points}}
+
+    def _investments(self, key: _Key, params: dict[str, Any]) -> Any:
+        if not key.b2b:
+            raise _validation(403, 0, "This API key has no access to B2B lending", {})
+        errors: dict[str, list[str]] = {}
+        ident, ticker, status = params.get("id"), params.get("ticker"), params.get("status")
+        if ident is not None and not isinstance(ident, str):
+            errors["id"] = ["The id must be a string."]
+        if ticker is not None and not isinstance(ticker, str):
+            errors["ticker"] = ["The ticker must be a string."]
+        if status is not None and (isinstance(status, bool) or status not in (1, 2)):
+            errors["status"] = ["The selected status is invalid."]
+        if errors:
+            raise _validation(400, 0, "Validation failed", errors)
+        limit = self._int_param(params, "limit", 1, 100, 100)
+        offset = self._int_param(params, "offset", 0, 10000, 0)
+        assert limit is not None and offset is not None
+        records = self.investments.query(ident, ticker, status)
+        return {"offset": offset, "limit": limit, "records": records[offset : offset + limit]}
+
+    def _order(self, key: _Key, params: dict[str, Any], now: float) -> Any:
+        errors: dict[str, list[str]] = {}
+        for name in ("market", "side", "amount", "price", "activation_price"):
+            if name not in params:
+                errors[name] = [f"The {name} field is required."]
+        market = params.get("market")
+        if "market" in params and (not isinstance(market, str) or market not in MARKETS):
+            errors["market"] = ["Market is not available."]
+        if "side" in params and params.get("side") not in ("buy", "sell"):
+            errors["side"] = ["The selected side is invalid."]
+        amounts: dict[str, Decimal] = {}
+        for name in ("amount", "price", "activation_price", "stopLoss", "takeProfit"):
+            if name in params:
+                value = params[name]
+                if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
+                    errors[name] = [f"The {name} must be a numeric string."]
+                    continue
+                try:
+                    amounts[name] = Decimal(value)
+                except InvalidOperation:  # pragma: no cover - the pattern guarantees a number
+                    errors[name] = [f"The {name} must be a numeric string."]
+                    continue
+                if amounts[name] <= 0:
+                    errors[name] = [f"The {name} must be greater than 0."]
+        position = params.get("positionSide", "BOTH")
+        if position not in ("LONG", "SHORT", "BOTH"):
+            errors["positionSide"] = ["The selected positionSide is invalid."]
+        client_id = params.get("client_order_id", "")
+        if not isinstance(client_id, str) or len(client_id) > 255:
+            errors["client_order_id"] = ["The client_order_id must be a string."]
+        if errors:
+            raise _validation(422, 30, "Request validation failed", errors)
+        if amounts["amount"] < MIN_ORDER_AMOUNT:
+            raise _validation(400, 32, "Inner validation failed",
+                              {"amount": [f"Amount must be at least {MIN_ORDER_AMOUNT}."]})
+        if client_id and client_id in key.client_order_ids:
+            raise _validation(400, 31, "Inner validation failed",
+                              {"client_order_id": ["This client order id is already used."]})
+        if client_id:
+            key.client_order_ids.add(client_id)
+        self._next_order_id += 1
+        order: dict[str, Any] = {
+            "order_id": self._next_order_id,
+            "client_order_id": client_id,
+            "market": market,
+            "side": params["side"],
+            "type": "stop limit",
+            "timestamp": round(now, 6),
+            "deal_money": "0",
+            "deal_stock": "0",
+            "amount": params["amount"],
+            "left": params["amount"],
+            "deal_fee": "0",
+            "price": params["price"],
+            "activation_price": params["activation_price"],
+            "status": "NEW",
+            "stp": "no",
+            "positionSide": position,
+        }
+        if "stopLoss" in params or "takeProfit" in params:
+            order["oto"] = {
+                "otoId": self._next_order_id + 500_000_000,
+                "stopLoss": params.get("stopLoss", ""),
+                "takeProfit": params.get("takeProfit", ""),
+            }
+            if not order["oto"]["stopLoss"]:
+                del order["oto"]["stopLoss"]
+            if not order["oto"]["takeProfit"]:
+                del order["oto"]["takeProfit"]
+        self.stats.orders.append(order)
+        return order
+
+    def _create_account(self, params: dict[str, Any], now: float) -> Any:
+        name = params.get("name")
+        errors: dict[str, list[str]] = {}
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            errors["name"] = ["The name may only contain letters, digits and underscores "
+                              "(at most 255)."]
+        elif name in self._created_accounts or name in self.rewards.index:
+            errors["name"] = ["The name has already been taken."]
+        referral = params.get("referralCode")
+        if referral is not None and (not isinstance(referral, str) or len(referral) > 50):
+            errors["referralCode"] = ["The referral code may not be greater than 50 characters."]
+        if errors:
+            raise _validation(400, 0, "Validation failed", errors)
+        assert isinstance(name, str)
+        self._created_accounts[name] = int(now)
+        return {"data": {"name": name, "createdAt": int(now)}}
+
+    # -- OAuth ------------------------------------------------------------------------------
+
+    def _issue_refresh_token(self) -> str:
+        token = secrets.token_urlsafe(32)
+        self._refresh_tokens[token] = self._clock() + REFRESH_TOKEN_LIFETIME
+        return token
+
+    def _refresh(self, body: bytes, now: float) -> Any:
+        from urllib.parse import parse_qs
+
+        try:
+            form = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
+        except UnicodeDecodeError:
+            form = {}
+        if (
+            form.get("client_id") != self.oauth_client_id
+            or not hmac.compare_digest(form.get("client_secret", ""), self.oauth_client_secret)
+        ):
+            self.stats.auth_failed += 1
+            raise _Refusal(401, {"data": {"client_id": ["Invalid client."]}})
+        token = form.get("token", "")
+        expires = self._refresh_tokens.pop(token, None)
+        if expires is None or expires < now:
+            raise _Refusal(400, {"data": {"token": ["Invalid token."]}})
+        self.oauth_refresh_token = self._issue_refresh_token()
+        return {"data": {
+            "access_token": secrets.token_urlsafe(32),
+            "expires_in": ACCESS_TOKEN_LIFETIME,
+            "refresh_token": self.oauth_refresh_token,
+            "scope": "general,history",
+            "token_type": "Bearer",
+        }}
+
+
+async def serve(port: int, host: str = "127.0.0.1", **kwargs: Any) -> None:
+    """Run a sandbox until cancelled."""
+    async with Sandbox(port=port, host=host, **kwargs):
+        await asyncio.Event().wait()
