@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,88 @@ def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:
         "miningAccountName": "acc", "totalReward": "0.10", "reward": "0.09", "fee": "0.01",
         "fppsRate": "0.000001", "hashRate": "1 TH/s", "date": 1704067200,
     }
+
+
+# -- the backfill command against the sandbox, interrupted for real ----------------------------------
+
+
+async def _run_cli(box: Any, args: list[str], *, stop_after: float | None = None,
+                   sig: int = 9) -> tuple[int, str, str]:
+    import asyncio
+    import os
+    import sys
+
+    env = os.environ | {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+                        "TXC_API_SECRET": box.api_secret}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    if stop_after is not None:
+        await asyncio.sleep(stop_after)
+        process.send_signal(sig)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.parametrize(("fmt", "sig"), [("jsonl", 9), ("csv", 2)])
+async def test_backfill_command_killed_and_resumed_writes_every_row_once(
+    tmp_path: Path, fmt: str, sig: int
+) -> None:
+    import csv
+
+    from txc_async.sandbox import Sandbox
+
+    out = tmp_path / f"rewards.{fmt}"
+    args = ["backfill-rewards", "--start", "2024-01-01", "--end", "2024-12-31",
+            "--out", str(out), "--concurrency", "4"]
+    async with Sandbox(mining_accounts=60) as box:
+        # Slow answers, so that the interruption lands in the middle of the run.
+        box.faults.add("/api/v4/mining/rewards", "slow", delay=0.04, times=100_000)
+        code, _, err = await _run_cli(box, args, stop_after=1.5, sig=sig)
+        assert code != 0
+        if sig == 2:
+            assert "rerun the same command to resume" in err and "Traceback" not in err
+        partial = out.read_bytes()
+        assert partial
+        box.faults.clear()
+        code, stdout, err = await _run_cli(box, args)
+        assert code == 0, err
+        assert "kept from before" in stdout
+        finished = out.read_bytes()
+        assert finished.startswith(partial[: partial.rfind(b"\n") + 1])
+        code, stdout, _ = await _run_cli(box, args)
+        assert code == 0 and "already complete" in stdout
+        assert out.read_bytes() == finished
+        expected = {(name, date) for name in box.mining_account_names
+                    for date in range(1704067200, 1735689600, 86400)}
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in finished.decode().splitlines()]
+    else:
+        rows = list(csv.DictReader(finished.decode().splitlines()))
+    keys = [(r["miningAccountName"], int(r["date"])) for r in rows]
+    assert len(keys) == len(set(keys)) == len(expected) == 60 * 366
+    assert set(keys) == expected
+
+
+def test_progress_line_shows_records_requests_rate_and_time_left() -> None:
+    import io
+
+    from txc_async import Client
+    from txc_async._export import BackfillProgress
+    from txc_async.cli import _ProgressLine
+
+    client = Client(base_url="http://127.0.0.1:9")
+    client.stats.requests = 42
+    stream = io.StringIO()
+    line = _ProgressLine(client, stream)
+    progress = BackfillProgress(records=1500, records_before=500, jobs_total=10, jobs_done=5,
+                                fraction=0.5)
+    progress.started -= 10.0
+    line(progress)
+    line.close()
+    text = stream.getvalue()
+    assert text.startswith("\r") and text.endswith("\n")
+    assert "50.0%" in text and "2,000 records" in text and "42 requests" in text
+    assert "150 records/s" in text and "10 s left" in text
