@@ -107,7 +107,7 @@ def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:
     }
 
 
-# -- the backfill command against the sandbox, interrupted for real ----------------------------------
+# -- the backfill command against the sandbox, interrupted for real ------------------------------
 
 
 async def _run_cli(box: Any, args: list[str], *, stop_after: float | None = None,
