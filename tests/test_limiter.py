@@ -153,7 +153,7 @@ async def test_a_cancelled_waiter_consumes_no_budget_and_blocks_no_one() -> None
     # The second waiter took the slot the cancelled head would have had: one window later.
     assert 0.3 <= time.monotonic() - began < 0.6
     budget = limiter._budgets[("k", "s")]
-    assert not budget.waiters
+    assert not budget.turns
 
 
 async def test_a_timed_out_waiter_leaves_the_queue() -> None:
@@ -163,7 +163,7 @@ async def test_a_timed_out_waiter_leaves_the_queue() -> None:
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.05):
             await limiter.acquire("k", "s", limit)
-    assert not limiter._budgets[("k", "s")].waiters
+    assert not limiter._budgets[("k", "s")].turns
 
 
 async def test_a_rate_limit_refusal_pauses_the_whole_budget_with_backoff() -> None:

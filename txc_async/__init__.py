@@ -37,6 +37,7 @@ from ._models import (
     Side,
 )
 from ._ratelimit import DEFAULT_RATE_LIMITS, Limiter, RateLimit
+from ._redis_limiter import RedisLimiter
 from ._retry import RetryPolicy
 from ._scheduler import InProcessLimiter
 from ._stats import ClientStats
@@ -70,6 +71,7 @@ __all__ = [
     "PositionSide",
     "RateLimit",
     "RateLimitError",
+    "RedisLimiter",
     "RequestTimeout",
     "RetryPolicy",
     "RewardsPage",

@@ -17,7 +17,13 @@ from collections.abc import Awaitable, Callable
 
 from ._ratelimit import RateLimit
 
-__all__ = ["InProcessLimiter", "default_jitter_allowance", "default_limiter"]
+__all__ = [
+    "FifoTurns",
+    "InProcessLimiter",
+    "backoff_pause",
+    "default_jitter_allowance",
+    "default_limiter",
+]
 
 #: Longest pause a Retry-After may impose, and the cap of the exponential backoff.
 MAX_RETRY_AFTER = 300.0
@@ -25,21 +31,64 @@ BACKOFF_START = 1.0
 BACKOFF_CAP = 30.0
 
 
+def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], float]) -> float:
+    """The pause after a rate-limit refusal: the server's Retry-After when it gave one (at most
+    300 s), else 1 s doubling with each refusal in a row, with jitter, at most 30 s."""
+    if retry_after is not None and retry_after >= 0:
+        return min(retry_after, MAX_RETRY_AFTER)
+    pause = min(BACKOFF_CAP, BACKOFF_START * 2.0**streak)
+    return min(BACKOFF_CAP, pause * (1.0 + 0.25 * random()))
+
+
 def default_jitter_allowance(per_seconds: float) -> float:
     """How much longer than ``per_seconds`` the admission window is: 5 % of it, 50..250 ms."""
     return min(0.25, max(0.05, 0.05 * per_seconds))
 
 
+class FifoTurns:
+    """Waiters served in arrival order: only the head of the queue runs; the others wait on a
+    future until they become the head. A waiter that leaves (done, cancelled or timed out)
+    hands the turn to the next."""
+
+    __slots__ = ("waiters",)
+
+    def __init__(self) -> None:
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self.waiters)
+
+    async def enter(self) -> asyncio.Future[None]:
+        """Join the queue and wait to be its head; returns the ticket to give to :meth:`leave`."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        if self.waiters[0] is not waiter:
+            try:
+                await waiter
+            except BaseException:
+                self.leave(waiter)
+                raise
+        return waiter
+
+    def leave(self, waiter: asyncio.Future[None]) -> None:
+        waiters = self.waiters
+        was_head = bool(waiters) and waiters[0] is waiter
+        with contextlib.suppress(ValueError):
+            waiters.remove(waiter)
+        if was_head and waiters and not waiters[0].done():
+            waiters[0].set_result(None)
+
+
 class _Budget:
     """One budget: the last ``max_requests`` admission times and the queue of waiters."""
 
-    __slots__ = ("admitted", "limit", "paused_until", "streak", "waiters", "window")
+    __slots__ = ("admitted", "limit", "paused_until", "streak", "turns", "window")
 
     def __init__(self, limit: RateLimit, allowance: float) -> None:
         self.limit = limit
         self.window = limit.per_seconds + allowance
         self.admitted: deque[float] = deque(maxlen=limit.max_requests)
-        self.waiters: deque[asyncio.Future[None]] = deque()
+        self.turns = FifoTurns()
         self.paused_until = 0.0
         self.streak = 0
 
@@ -51,12 +100,6 @@ class _Budget:
             # The oldest of the last N admissions must have left the window.
             wait = max(wait, admitted[0] + self.window - now)
         return wait
-
-    def wake_head(self) -> None:
-        for waiter in self.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-            return
 
 
 class InProcessLimiter:
@@ -98,7 +141,7 @@ class InProcessLimiter:
             if budget is not None:
                 # A client with another limit for the same budget: keep what was admitted.
                 fresh.admitted.extend(budget.admitted)
-                fresh.waiters = budget.waiters
+                fresh.turns = budget.turns
                 fresh.paused_until = budget.paused_until
                 fresh.streak = budget.streak
             budget = self._budgets[(key_id, scope)] = fresh
@@ -106,42 +149,28 @@ class InProcessLimiter:
 
     async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> None:
         budget = self._budget(key_id, scope, limit)
-        if not budget.waiters:
+        if not budget.turns:
             now = self._clock()
             if budget.delay(now) <= 0:
                 budget.admitted.append(now)
                 return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        budget.waiters.append(waiter)
+        ticket = await budget.turns.enter()
         try:
-            if budget.waiters[0] is not waiter:
-                await waiter
             while True:
                 now = self._clock()
                 wait = budget.delay(now)
                 if wait <= 0:
-                    break
+                    budget.admitted.append(now)
+                    return
                 await self._sleep(wait)
-        except BaseException:
-            was_head = bool(budget.waiters) and budget.waiters[0] is waiter
-            with contextlib.suppress(ValueError):
-                budget.waiters.remove(waiter)
-            if was_head:
-                budget.wake_head()
-            raise
-        budget.admitted.append(now)
-        budget.waiters.popleft()
-        budget.wake_head()
+        finally:
+            budget.turns.leave(ticket)
 
     async def rate_limited(
         self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
     ) -> float:
         budget = self._budget(key_id, scope, limit)
-        if retry_after is not None and retry_after >= 0:
-            pause = min(retry_after, MAX_RETRY_AFTER)
-        else:
-            pause = min(BACKOFF_CAP, BACKOFF_START * 2.0**budget.streak)
-            pause = min(BACKOFF_CAP, pause * (1.0 + 0.25 * self._random()))
+        pause = backoff_pause(budget.streak, retry_after, self._random)
         budget.streak += 1
         budget.paused_until = max(budget.paused_until, self._clock() + pause)
         return pause
