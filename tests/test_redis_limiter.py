@@ -160,8 +160,8 @@ async def test_budget_keys_hold_a_key_hash_never_the_key(redis_url: str) -> None
     keys = sorted(k.decode() for k in await connection.keys(f"{namespace}:*"))
     await connection.aclose()
     await limiter.aclose()
-    assert len(keys) == 2
-    assert [k.split(":")[1] for k in keys] == ["main_balance", "public"]
+    assert len(keys) == 3
+    assert [k.split(":")[1] for k in keys] == ["main_balance", "nonce", "public"]
     for key in keys:
         assert box.api_key not in key and box.api_secret not in key
         assert len(key.split(":")[2]) == 32
@@ -199,3 +199,37 @@ async def test_a_client_on_redis_never_exceeds_the_limit_at_the_server(redis_url
             await lim.aclose()
         assert box.stats.rate_limited == 0
         assert box.stats.max_in_window("main_balance", 0.5) <= 15
+
+
+async def test_processes_sharing_a_key_draw_distinct_nonces(redis_url: str) -> None:
+    namespace = f"nonces{time.monotonic_ns()}"
+    limiters = [RedisLimiter(redis_url, namespace=namespace) for _ in range(4)]
+    limit = RateLimit(10_000, 1)
+    nonces = await asyncio.gather(
+        *(limiters[i % 4].acquire("key-hash", "main_balance", limit) for i in range(400))
+    )
+    for box in limiters:
+        await box.aclose()
+    assert len(set(nonces)) == 400
+    assert abs(min(nonces) / 1000 - time.time()) < 5
+
+
+async def test_sandbox_sees_no_nonce_refused_from_four_clients_on_one_key(redis_url: str) -> None:
+    namespace = f"fourclients{time.monotonic_ns()}"
+    async with Sandbox() as box:
+        limiters = [RedisLimiter(redis_url, namespace=namespace) for _ in range(4)]
+        # Separate nonce sources stand for separate processes.
+        from txc_async._signing import NonceSource, Signer
+
+        clients = []
+        for lim in limiters:
+            client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
+                                      base_url=box.url, limiter=lim)
+            client._signer = Signer(box.api_key, box.api_secret, NonceSource())
+            clients.append(client)
+        await asyncio.gather(*(clients[i % 4].main_balance() for i in range(200)))
+        for client in clients:
+            await client.close()
+        for lim in limiters:
+            await lim.aclose()
+        assert box.stats.nonce_refused == 0

@@ -235,16 +235,14 @@ class Client:
         """Wait for a connection slot and the scope's budget, sign, and send one request."""
         limit = self._rate_limits[op.scope]
         async with self._slots:
-            await self._limiter.acquire(self._key_id, op.scope, limit)
+            shared_nonce = await self._limiter.acquire(self._key_id, op.scope, limit)
             if self._closed:
                 raise TransportError("the client is closed", may_have_reached_server=False)
             headers: Mapping[str, str] | None
             if op.auth is Auth.SIGNED:
                 assert signer is not None
                 # Signed after the budget admits the request, so the nonce is fresh when it leaves.
-                nonce = signer.nonces.try_next()
-                if nonce is None:
-                    nonce = await signer.nonces.next()
+                nonce = shared_nonce or signer.nonces.try_next() or await signer.nonces.next()
                 body, headers = signer.sign(op.path, params, nonce)
             elif op.auth is Auth.FORM:
                 body = urllib.parse.urlencode(params).encode()

@@ -75,8 +75,13 @@ class Limiter(Protocol):
     before it is admitted consumes no budget.
     """
 
-    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> None:
-        """Wait until one more request may be sent within ``limit``, then count it as sent."""
+    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> int | None:
+        """Wait until one more request may be sent within ``limit``, then count it as sent.
+
+        A backend shared by several processes returns the nonce the request must be signed
+        with (drawn from one counter per key); an in-process one returns None, and the client
+        draws the nonce from the process's own source.
+        """
         ...
 
     async def rate_limited(

@@ -17,21 +17,28 @@ from typing import TYPE_CHECKING, Any
 from ._errors import TransportError
 from ._ratelimit import RateLimit
 from ._scheduler import FifoTurns, backoff_pause, default_jitter_allowance
+from ._signing import MAX_NONCE_LEAD_MS
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 __all__ = ["RedisLimiter"]
 
-# KEYS[1]: the log (sorted set of admission times in microseconds); KEYS[2]: the pause key.
-# ARGV: max_requests, window in microseconds, a unique member.
-# Returns 0 when admitted, else the microseconds to wait before asking again.
+# KEYS[1]: the log (sorted set of admission times in microseconds); KEYS[2]: the pause key;
+# KEYS[3]: the key's nonce counter. ARGV: max_requests, window in microseconds, a unique member,
+# the most the nonce may run ahead of the clock in milliseconds.
+# Returns {0, nonce} when admitted, else {microseconds to wait before asking again, 0}.
 _ADMIT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local pause = redis.call('PTTL', KEYS[2])
 if pause > 0 then
-  return pause * 1000
+  return {pause * 1000, 0}
+end
+local now_ms = math.floor(now / 1000)
+local nonce = math.max(now_ms, tonumber(redis.call('GET', KEYS[3]) or '0') + 1)
+if nonce - now_ms > tonumber(ARGV[4]) then
+  return {(nonce - now_ms - tonumber(ARGV[4])) * 1000, 0}
 end
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -39,10 +46,11 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 if redis.call('ZCARD', KEYS[1]) < limit then
   redis.call('ZADD', KEYS[1], now, ARGV[3])
   redis.call('PEXPIRE', KEYS[1], math.floor(window / 1000) + 1000)
-  return 0
+  redis.call('SET', KEYS[3], nonce, 'PX', 60000)
+  return {0, nonce}
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return math.max(1, tonumber(oldest[2]) + window - now)
+return {math.max(1, tonumber(oldest[2]) + window - now), 0}
 """
 
 # KEYS[1]: the pause key; ARGV[1]: the pause in milliseconds. A longer pause already set stays.
@@ -71,8 +79,10 @@ class RedisLimiter:
     """A :class:`txc_async.Limiter` whose budgets live in Redis.
 
     Give every process that uses one API key a ``RedisLimiter`` on the same Redis and
-    ``namespace``: together they never send more than a scope's limit in any window. Budget keys
-    are ``{namespace}:{scope}:{key id}``, where the key id is a hash of the server and API key.
+    ``namespace``: together they never send more than a scope's limit in any window, and they
+    draw nonces from one counter per API key, so no two processes send the same nonce. Budget
+    keys are ``{namespace}:{scope}:{key id}`` (the nonce counter ``{namespace}:nonce:{key id}``),
+    where the key id is a hash of the server and API key.
     If Redis cannot be reached, requests fail with :class:`TransportError` rather than go out
     unlimited. Needs ``pip install 'txc_async[redis]'``.
     """
@@ -118,19 +128,22 @@ class RedisLimiter:
         """The Redis key of a budget's log (its pause key adds ``:pause``)."""
         return f"{self._namespace}:{scope}:{key_id}"
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> int:
+    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         from redis.exceptions import RedisError
 
         try:
-            return int(await script(keys=keys, args=args))
+            return await script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise TransportError(
                 f"rate-limit store unreachable at {_safe_url(self._url)}: {type(exc).__name__}",
                 may_have_reached_server=False,
             ) from None
 
-    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> None:
+    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> int:
+        """Wait for the budget, then return the nonce to sign with: drawn in Redis from one
+        counter per key, so processes sharing a key never send the same nonce."""
         key = self.budget_key(key_id, scope)
+        nonce_key = f"{self._namespace}:nonce:{key_id}"
         allowance = (
             self._allowance
             if self._allowance is not None
@@ -144,12 +157,14 @@ class RedisLimiter:
         try:
             while True:
                 member = f"{self._member_prefix}{next(self._members)}"
-                wait_us = await self._run(
-                    self._admit, [key, key + ":pause"], [limit.max_requests, window_us, member]
+                wait_us, nonce = await self._run(
+                    self._admit,
+                    [key, key + ":pause", nonce_key],
+                    [limit.max_requests, window_us, member, MAX_NONCE_LEAD_MS],
                 )
-                if wait_us <= 0:
-                    return
-                await self._sleep(wait_us / 1_000_000)
+                if int(wait_us) <= 0:
+                    return int(nonce)
+                await self._sleep(int(wait_us) / 1_000_000)
         finally:
             turns.leave(ticket)
 
