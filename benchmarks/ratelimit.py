@@ -39,15 +39,17 @@ PATH = "/api/v4/main-account/balance"
 
 
 class JitteryTransport:
-    """Sends each request after a random 0-30 ms, so arrival order differs from admission."""
+    """Sends each request after a random delay (0-30 ms by default), like an uneven network, so
+    requests reach the server in another order than the limiter admitted them."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, max_delay: float = 0.03) -> None:
         self._inner = AiohttpTransport()
         self._random = random.Random(seed)
+        self._max_delay = max_delay
 
     async def send(self, method: str, url: Any, *, headers: Any, body: bytes | None,
                    timeout: float) -> Any:
-        await asyncio.sleep(self._random.uniform(0, 0.03))
+        await asyncio.sleep(self._random.uniform(0, self._max_delay))
         return await self._inner.send(method, url, headers=headers, body=body, timeout=timeout)
 
     async def aclose(self) -> None:

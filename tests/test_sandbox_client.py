@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import txc_async
+from benchmarks.ratelimit import JitteryTransport
 from txc_async import (
     AuthenticationError,
     RateLimit,
@@ -261,27 +262,6 @@ async def test_a_burst_never_exceeds_the_limit_at_the_server() -> None:
     assert elapsed < 3 * 1.0 * 1.2 + 0.5
 
 
-class JitteryTransport:
-    """Delays each request by a random 0-40 ms before it leaves, like an uneven network, so
-    requests reach the server in another order than the limiter admitted them."""
-
-    def __init__(self, seed: int) -> None:
-        import random
-
-        from txc_async._transport import AiohttpTransport
-
-        self._inner = AiohttpTransport()
-        self._random = random.Random(seed)
-
-    async def send(self, method: str, url: Any, *, headers: Any, body: bytes | None,
-                   timeout: float) -> Any:
-        await asyncio.sleep(self._random.uniform(0, 0.04))
-        return await self._inner.send(method, url, headers=headers, body=body, timeout=timeout)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
 @pytest.mark.parametrize("limit", [RateLimit(20, 0.5), RateLimit(5, 0.2)])
 async def test_uneven_network_delays_never_push_a_window_over_the_limit(limit: RateLimit) -> None:
     count = 8 * limit.max_requests + 3
@@ -289,7 +269,7 @@ async def test_uneven_network_delays_never_push_a_window_over_the_limit(limit: R
         async with txc_async.Client(
             api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
             rate_limits={"main_balance": limit}, limiter=txc_async.InProcessLimiter(),
-            transport=JitteryTransport(seed=limit.max_requests),
+            transport=JitteryTransport(seed=limit.max_requests, max_delay=0.04),
         ) as c:
             began = time.monotonic()
             await asyncio.gather(*(c.main_balance() for _ in range(count)))
