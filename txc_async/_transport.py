@@ -67,9 +67,7 @@ class AiohttpTransport:
             connector = aiohttp.TCPConnector(
                 limit=0, ssl=self._verify_tls
             )
-            session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=True, skip_auto_headers=("User-Agent",)
-            )
+            session = aiohttp.ClientSession(connector=connector)
             self._session = session
         elif session.closed:
             raise TransportError("the HTTP session is closed", may_have_reached_server=False)

@@ -1,0 +1,101 @@
+"""Backfill throughput and memory: every reward of two years streamed from the sandbox (another
+process, limits lifted) through txc_async.backfill_mining_rewards, at two sizes, each in a fresh
+process so that its peak resident memory (RSS) is its own. Memory must stay flat (under 150 MB)
+however many records come back.
+
+    python benchmarks/backfill.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+import txc_async
+from txc_async import RateLimit
+
+try:
+    from benchmarks._common import machine, peak_rss_mb, rss_mb, start_sandbox
+except ImportError:  # run as a script from the benchmarks folder
+    from _common import machine, peak_rss_mb, rss_mb, start_sandbox  # type: ignore[no-redef]
+
+START, DAYS = 1704067200, 730
+UNLIMITED = {scope: RateLimit(10**9, 1.0) for scope in txc_async.DEFAULT_RATE_LIMITS}
+RSS_LIMIT_MB = 150
+
+
+async def child(accounts: int, per_day: int, concurrency: int) -> dict[str, Any]:
+    server = await start_sandbox(mining_accounts=accounts, rewards_per_day=per_day,
+                                 rewards_days=DAYS)
+    try:
+        before = rss_mb()
+        async with txc_async.Client(
+            api_key=server.api_key, api_secret=server.api_secret, base_url=server.url,
+            rate_limits=UNLIMITED, limiter=txc_async.InProcessLimiter(),
+        ) as client:
+            records = 0
+            total = 0
+            began = time.perf_counter()
+            cpu = time.process_time()
+            async for reward in txc_async.backfill_mining_rewards(
+                client, start=START, end=START + DAYS * 86400 - 1, concurrency=concurrency
+            ):
+                records += 1
+                total += reward.date & 1
+            elapsed = time.perf_counter() - began
+            cpu = time.process_time() - cpu
+            requests = client.stats.requests
+    finally:
+        await server.close()
+    return {
+        "records": records, "expected": accounts * per_day * DAYS, "requests": requests,
+        "seconds": elapsed, "cpu": cpu, "rss_before": before, "peak_rss": peak_rss_mb(),
+    }
+
+
+async def run_size(accounts: int, per_day: int, concurrency: int) -> dict[str, Any]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--child", str(accounts), str(per_day), str(concurrency),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=900)
+    if process.returncode:
+        raise RuntimeError(f"the backfill process failed ({process.returncode})")
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
+
+
+async def main(quick: bool) -> list[dict[str, Any]]:
+    sizes = [(100, 1), (100, 4)] if quick else [(100, 3), (100, 14)]
+    results = []
+    print(f"backfill of two years of rewards from the sandbox (another process, limits lifted), "
+          f"concurrency 8; {machine()}")
+    for accounts, per_day in sizes:
+        result = await run_size(accounts, per_day, 8)
+        results.append(result)
+        if result["records"] != result["expected"]:
+            raise RuntimeError(f"{result['records']} records, expected {result['expected']}")
+        flat = "under" if result["peak_rss"] < RSS_LIMIT_MB else "OVER"
+        print(f"  {result['records']:>9,} records  {result['requests']:>6,} requests  "
+              f"{result['seconds']:6.1f} s  {result['records'] / result['seconds']:>9,.0f} "
+              f"records/s  client CPU {result['cpu']:5.1f} s  peak RSS "
+              f"{result['peak_rss']:5.1f} MB ({flat} {RSS_LIMIT_MB} MB; "
+              f"{result['rss_before']:.1f} MB before the backfill)")
+    growth = results[-1]["peak_rss"] - results[0]["peak_rss"]
+    ratio = results[-1]["records"] / results[0]["records"]
+    print(f"  {ratio:.1f}x the records: peak RSS {growth:+.1f} MB")
+    return results
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        accounts, per_day, concurrency = map(int, sys.argv[2:5])
+        print(json.dumps(asyncio.run(child(accounts, per_day, concurrency))))
+    else:
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("--quick", action="store_true")
+        asyncio.run(main(parser.parse_args().quick))
