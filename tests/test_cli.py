@@ -190,3 +190,34 @@ def test_progress_line_shows_records_requests_rate_and_time_left() -> None:
     assert text.startswith("\r") and text.endswith("\n")
     assert "50.0%" in text and "2,000 records" in text and "42 requests" in text
     assert "150 records/s" in text and "10 s left" in text
+
+
+async def test_sandbox_command_serves_what_ping_and_balance_reach() -> None:
+    import asyncio
+    import os
+    import sys
+
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", "sandbox", "--port", "0",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        lines = [(await asyncio.wait_for(server.stdout.readline(), 30)).decode()
+                 for _ in range(4)]
+        assert lines[0].startswith("sandbox serving on http://127.0.0.1:")
+        env = dict(os.environ)
+        for line in lines[1:]:
+            name, value = line.removeprefix("export ").strip().split("=", 1)
+            env[name] = value
+        for command, expected in (("ping", "pong"), ("balance", "BTC\t")):
+            client = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "txc_async", command, env=env,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(client.communicate(), 30)
+            assert client.returncode == 0, err
+            assert expected in out.decode()
+    finally:
+        server.terminate()
+        await server.wait()
