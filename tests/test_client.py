@@ -422,6 +422,11 @@ def test_client_settings_are_checked() -> None:
         txc_async.Client(base_url="http://api.example.com")
     with pytest.raises(InvalidParameterError, match="api_secret"):
         txc_async.Client(api_key="k")
+    with pytest.raises(InvalidParameterError, match="api_key"):
+        txc_async.Client(api_key="k\n", api_secret="s")
+    with pytest.raises(InvalidParameterError) as caught:
+        txc_async.Client(api_key="k", api_secret="sécret-value")
+    assert caught.value.parameter == "api_secret" and "sécret" not in str(caught.value)
     with pytest.raises(InvalidParameterError, match="timeout"):
         txc_async.Client(timeout=0)
     with pytest.raises(InvalidParameterError, match="rate_limits"):

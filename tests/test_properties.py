@@ -79,7 +79,8 @@ anything = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=300),
     st.decimals(allow_nan=True, allow_infinity=True),
     st.datetimes(timezones=st.sampled_from([None, UTC])),
-    st.sampled_from(["BTC_USDT", "buy", "sell", "LONG", "5m", "1h", "24h", "0.1", "acc_1", "1"]),
+    st.sampled_from(["BTC_USDT", "buy", "sell", "LONG", "5m", "1h", "24h", "0.1", "acc_1", "1",
+                     "\ud800", "ok\udfff"]),
     st.lists(st.integers(), max_size=2),
 )
 

@@ -78,6 +78,7 @@ EU_BASE_URL = "https://eu.api.txc.exchange"
 _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
 _ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
+_CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
 _INTERVALS = ("5m", "1h", "24h")
 _PAGE_LIMIT = 100
 _MAX_OFFSET = 10_000
@@ -137,8 +138,12 @@ class Client:
                 "api_key and api_secret must be given together",
             )
         if api_key is not None:
-            check_text("api_key", api_key, max_length=1024)
-            check_text("api_secret", api_secret, max_length=1024)
+            for name, value in (("api_key", api_key), ("api_secret", api_secret)):
+                # The value itself never goes into the message.
+                if not isinstance(value, str) or not _CREDENTIAL.fullmatch(value):
+                    raise InvalidParameterError(
+                        name, "must be 1 to 1024 printable ASCII characters without spaces"
+                    )
         if (
             isinstance(timeout, bool)
             or not isinstance(timeout, int | float)

@@ -84,6 +84,13 @@ def check_text(name: str, value: object, *, max_length: int, min_length: int = 1
         raise InvalidParameterError(
             name, f"must be {min_length} to {max_length} characters long, got {len(value)}"
         )
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidParameterError(
+                name, "must be valid Unicode text (it holds a lone surrogate)"
+            ) from None
     return value
 
 
