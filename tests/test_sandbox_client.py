@@ -286,3 +286,27 @@ async def test_uneven_network_delays_never_push_a_window_over_the_limit(limit: R
     assert elapsed <= windows * (limit.per_seconds + allowance) + 0.3
     if limit.per_seconds >= 0.5:
         assert elapsed <= windows * limit.per_seconds * 1.2
+
+
+async def test_waiting_for_budget_does_not_count_against_the_timeout() -> None:
+    limit = RateLimit(1, 1.0)
+    async with Sandbox(rate_limits={"main_balance": limit}) as box:
+        async with client_for(box, timeout=0.3, rate_limits={"main_balance": limit}) as c:
+            began = time.monotonic()
+            await asyncio.gather(c.main_balance(), c.main_balance())
+            assert time.monotonic() - began >= 1.0  # the second waited a window for budget
+        assert box.stats.rate_limited == 0
+
+
+async def test_a_rate_limit_refusal_pauses_the_whole_scope(sandbox: Sandbox) -> None:
+    sandbox.faults.add(BALANCE, "rate_limit_429", retry_after=0.5)
+    async with client_for(sandbox) as c:
+        first = asyncio.create_task(c.main_balance())
+        await asyncio.sleep(0.1)  # the refusal has come back; the scope is paused
+        began = time.monotonic()
+        assert await c.ping()  # another scope is not paused
+        assert time.monotonic() - began < 0.3
+        await asyncio.gather(first, c.main_balance(), c.main_balance())
+    arrivals = sorted(sandbox.stats.arrivals["main_balance"])
+    assert len(arrivals) == 4
+    assert arrivals[1] - arrivals[0] >= 0.45, "no request of the scope goes during the pause"
