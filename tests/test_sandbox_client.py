@@ -315,18 +315,18 @@ async def test_a_rate_limit_refusal_pauses_the_whole_scope(sandbox: Sandbox) -> 
 async def test_backfill_from_the_sandbox_across_the_offset_bound_is_exactly_once() -> None:
     # 60 accounts x 30 rewards a day: each 7-day slice holds 12,600 records, past the 10,100
     # that offsets reach, so every slice must move its end and go on.
-    async with Sandbox(mining_accounts=60, rewards_per_day=30, enforce_limits=False) as box:
-        async with client_for(box) as c:
-            end = START + 14 * DAY - 1
-            got = [
-                (r.mining_account_name, r.date)
-                async for r in txc_async.backfill_mining_rewards(
-                    c, start=START, end=end, concurrency=4
-                )
-            ]
-            expected = {
-                (name, START + day * DAY + k * (DAY // 30))
-                for name in box.mining_account_names for day in range(14) for k in range(30)
-            }
+    box = Sandbox(mining_accounts=60, rewards_per_day=30, enforce_limits=False)
+    async with box, client_for(box) as c:
+        end = START + 14 * DAY - 1
+        got = [
+            (r.mining_account_name, r.date)
+            async for r in txc_async.backfill_mining_rewards(
+                c, start=START, end=end, concurrency=4
+            )
+        ]
+    expected = {
+        (name, START + day * DAY + k * (DAY // 30))
+        for name in box.mining_account_names for day in range(14) for k in range(30)
+    }
     assert len(got) == len(set(got)) == len(expected) == 25_200
     assert set(got) == expected
