@@ -52,6 +52,7 @@ from ._operations import (
 )
 from ._ratelimit import Limiter, RateLimit, merge_rate_limits
 from ._retry import RetryPolicy
+from ._scheduler import default_limiter
 from ._signing import Signer, key_fingerprint
 from ._stats import ClientStats
 from ._transport import AiohttpTransport, RawResponse, Transport
@@ -161,11 +162,7 @@ class Client:
         }
         self._signer = Signer(api_key, api_secret) if api_key and api_secret else None
         self._rate_limits = merge_rate_limits(rate_limits)
-        if limiter is None:
-            from ._scheduler import default_limiter
-
-            limiter = default_limiter()
-        self._limiter: Limiter = limiter
+        self._limiter: Limiter = limiter if limiter is not None else default_limiter()
         # Budgets are per server and key: the hash names both without revealing the key.
         self._key_id = key_fingerprint(api_key or "", str(self._base_url.origin()))
         self._timeout = float(timeout)
