@@ -324,6 +324,7 @@ async def test_each_fault_kind(
     box: Sandbox, http: aiohttp.ClientSession, kind: str, status: int, json_body: bool
 ) -> None:
     box.faults.add(BALANCE, kind, retry_after=3 if kind == "rate_limit_429" else None)
+    assert box.faults.pending(BALANCE) == 1
     body, headers = signed(box, BALANCE)
     async with http.post(box.url + BALANCE, data=body, headers=headers) as response:
         text = await response.read()
@@ -336,6 +337,7 @@ async def test_each_fault_kind(
         with pytest.raises(ValueError):
             json.loads(text)
     assert box.stats.executed[BALANCE] == 0 and box.stats.faults_served == 1
+    assert box.faults.pending(BALANCE) == 0
     assert (await post(http, box, BALANCE))[0] == 200, "a fault applies once"
 
 
