@@ -200,6 +200,17 @@ async def test_interrupted_file_backfill_resumes_exactly_once(
     assert len(requests_to(mocked, REWARDS_PATH)) == requests_done
 
 
+async def test_a_named_account_given_twice_is_fetched_once(
+    mocked: aioresponses, client: txc_async.Client, tmp_path: Path
+) -> None:
+    serve_rewards(mocked, make_rewards(accounts=3, days=20))
+    path = tmp_path / "out.jsonl"
+    await backfill_to_file(client, start=START, end=START + 20 * DAY - 1, path=path,
+                           accounts=["acc_001", "acc_001"])
+    got = _read(path, "jsonl")
+    assert len(got) == len(set(got)) == 20
+
+
 async def test_resume_without_progress_file_uses_the_rows(
     mocked: aioresponses, client: txc_async.Client, tmp_path: Path
 ) -> None:

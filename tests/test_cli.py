@@ -53,6 +53,17 @@ def test_start_after_end_is_one_line(
     assert err.count("\n") == 1
 
 
+def test_a_bad_account_name_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    code = main(["backfill-rewards", "--start", "2024-01-01", "--end", "2024-01-02",
+                 "--account", "bad name", "--out", str(tmp_path / "x.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("txc-async: error: --account: 'bad name'")
+    assert err.count("\n") == 1 and not (tmp_path / "x.jsonl").exists()
+
+
 def test_missing_credentials_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

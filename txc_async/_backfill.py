@@ -4,7 +4,6 @@ streamed through a bounded queue so memory stays flat however many records come 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,13 @@ from typing import Any
 from ._client import Client, RewardsCursor, walk_rewards
 from ._errors import InvalidParameterError
 from ._models import MiningReward
-from ._validate import check_int_range, check_pattern, check_time_range
+from ._validate import (
+    ACCOUNT_NAME,
+    ACCOUNT_NAME_RULE,
+    check_int_range,
+    check_pattern,
+    check_time_range,
+)
 
 __all__ = [
     "RewardJob",
@@ -24,7 +29,6 @@ __all__ = [
 ]
 
 _DAY = 86_400
-_ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 #: Slice length without named accounts: a week of every account's rewards is a few pages.
 ALL_ACCOUNTS_SLICE = 7 * _DAY
 #: Slice length per named account: a year of daily rewards is four pages.
@@ -146,7 +150,7 @@ def check_backfill_args(
         names = []
         for name in accounts:
             check_pattern(
-                "accounts", name, _ACCOUNT_NAME, "each must be 1 to 255 letters, digits or _"
+                "accounts", name, ACCOUNT_NAME, f"each {ACCOUNT_NAME_RULE}"
             )
             if name not in names:
                 names.append(name)

@@ -57,6 +57,8 @@ from ._signing import Signer, key_fingerprint
 from ._stats import ClientStats
 from ._transport import AiohttpTransport, RawResponse, Transport
 from ._validate import (
+    ACCOUNT_NAME,
+    ACCOUNT_NAME_RULE,
     check_choice,
     check_decimal,
     check_int_range,
@@ -77,7 +79,6 @@ DEFAULT_BASE_URL = "https://api.txc.exchange"
 EU_BASE_URL = "https://eu.api.txc.exchange"
 
 _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
-_ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
 _CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
 _INTERVALS = ("5m", "1h", "24h")
@@ -443,8 +444,7 @@ class Client:
         """Create a mining-pool account. Never re-sent once it may have reached the server."""
         params: dict[str, Any] = {
             "name": check_pattern(
-                "name", name, _ACCOUNT_NAME,
-                "must be 1 to 255 letters, digits or underscores",
+                "name", name, ACCOUNT_NAME, ACCOUNT_NAME_RULE,
             )
         }
         if referral_code is not None:
@@ -537,7 +537,7 @@ def _reward_filters(account: object, start: object, end: object) -> dict[str, An
     params: dict[str, Any] = {}
     if account is not None:
         params["account"] = check_pattern(
-            "account", account, _ACCOUNT_NAME, "must be 1 to 255 letters, digits or underscores"
+            "account", account, ACCOUNT_NAME, ACCOUNT_NAME_RULE
         )
     lo, hi = check_time_range(start, end)
     if lo is not None:

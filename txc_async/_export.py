@@ -20,11 +20,12 @@ from ._backfill import (
     ALL_ACCOUNTS_SLICE,
     PER_ACCOUNT_SLICE,
     RewardJob,
+    check_backfill_args,
     plan_reward_jobs,
     run_reward_jobs,
 )
 from ._client import Client, RewardsCursor
-from ._errors import TxcError
+from ._errors import InvalidParameterError, TxcError
 from ._models import MiningReward
 
 __all__ = ["BackfillProgress", "BackfillSummary", "OutputFileError", "backfill_to_file"]
@@ -262,6 +263,9 @@ async def backfill_to_file(
     on_progress: Callable[[BackfillProgress], None] | None = None,
 ) -> BackfillSummary:
     """Backfill rewards of ``start..end`` into ``path``, resuming what an earlier run left."""
+    start, end, accounts, concurrency = check_backfill_args(start, end, accounts, concurrency)
+    if fmt not in ("jsonl", "csv"):
+        raise InvalidParameterError("fmt", "must be 'jsonl' or 'csv'")
     slice_seconds = PER_ACCOUNT_SLICE if accounts else ALL_ACCOUNTS_SLICE
     jobs = plan_reward_jobs(start, end, accounts, slice_seconds)
     plan = {

@@ -10,6 +10,8 @@ from decimal import Decimal, InvalidOperation
 from ._errors import InvalidParameterError
 
 __all__ = [
+    "ACCOUNT_NAME",
+    "ACCOUNT_NAME_RULE",
     "check_choice",
     "check_decimal",
     "check_int_range",
@@ -20,6 +22,9 @@ __all__ = [
 ]
 
 _DECIMAL_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
+#: Mining account names: letters, digits and underscores, at most 255.
+ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
+ACCOUNT_NAME_RULE = "must be 1 to 255 letters, digits or underscores"
 
 
 def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:

@@ -15,6 +15,7 @@ from typing import NoReturn, TextIO
 from ._client import Client
 from ._errors import InvalidParameterError, TxcError
 from ._export import BackfillProgress, BackfillSummary, Format, backfill_to_file
+from ._validate import ACCOUNT_NAME, ACCOUNT_NAME_RULE
 
 __all__ = ["main"]
 
@@ -174,6 +175,9 @@ async def _backfill(args: argparse.Namespace) -> int:
     fmt: Format = args.format or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
     if args.start > args.end:
         raise InvalidParameterError("--start", "must not be after --end")
+    for name in args.account or ():
+        if not ACCOUNT_NAME.fullmatch(name):
+            raise InvalidParameterError("--account", f"{name!r}: {ACCOUNT_NAME_RULE}")
     async with Client.from_env() as client:
         display = _ProgressLine(client, sys.stderr) if sys.stderr.isatty() else None
         try:
