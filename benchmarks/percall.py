@@ -91,8 +91,12 @@ async def contenders(url: str, key: str, secret: str) -> tuple[dict[str, dict[st
     except ImportError:
         print("ccxt is not installed (pip install 'txc_async[bench]'): its rows are skipped")
     else:
+        # Its own rate limiter off, like the others; nonceWindow on, the setting ccxt documents
+        # for concurrent requests (without it the server wants every nonce above the last one,
+        # which concurrent requests on several connections break).
         exchange = ccxt_async.whitebit({
             "apiKey": KEYS["ccxt"][0], "secret": KEYS["ccxt"][1], "enableRateLimit": False,
+            "options": {"nonceWindow": True},
         })
         exchange.urls["api"]["v4"] = {"public": url + "/api/v4/public", "private": url + "/api/v4"}
         calls["ccxt (whitebit)"] = {
@@ -121,9 +125,10 @@ async def sequential(call: Call, count: int) -> tuple[float, float]:
     return (time.process_time() - cpu) / count, median(latencies)
 
 
-async def concurrent(call: Call, callers: int, each: int) -> tuple[float, int]:
-    """Successful calls per second with ``callers`` coroutines each making ``each`` calls, and
-    how many calls failed."""
+async def concurrent(call: Call, callers: int, each: int) -> tuple[float, int, float, float]:
+    """Successful calls per second with ``callers`` coroutines each making ``each`` calls, how
+    many calls failed, the client's CPU seconds per call, and the share of the wall time the
+    client's process spent on the CPU (near 1.0: the client, not the server, sets the pace)."""
     failed = 0
 
     async def caller() -> None:
@@ -135,8 +140,20 @@ async def concurrent(call: Call, callers: int, each: int) -> tuple[float, int]:
                 failed += 1
 
     began = time.perf_counter()
+    cpu = time.process_time()
     await asyncio.gather(*(caller() for _ in range(callers)))
-    return (callers * each - failed) / (time.perf_counter() - began), failed
+    cpu = time.process_time() - cpu
+    wall = time.perf_counter() - began
+    return (callers * each - failed) / wall, failed, cpu / (callers * each), cpu / wall
+
+
+def answer_size(answer: Any) -> int:
+    """Tickers of a balance or records of an investments page, whatever the contender's type."""
+    if isinstance(answer, txc_async.InvestmentsPage):
+        return len(answer.records)
+    if isinstance(answer, dict) and "records" in answer:
+        return len(answer["records"])
+    return len(answer)
 
 
 async def main(quick: bool) -> dict[str, Any]:
@@ -146,10 +163,15 @@ async def main(quick: bool) -> dict[str, Any]:
     calls, close = await contenders(server.url, server.api_key, server.api_secret)
     figures: dict[str, Any] = {}
     try:
-        for names in calls.values():  # warm up connections and caches
-            for call in names.values():
+        for name, ops in calls.items():  # warm up connections and caches
+            for operation, call in ops.items():
                 for _ in range(20):
-                    await call()
+                    answer = await call()
+                # Every contender must get the same full answer: 5 tickers, 100 records.
+                expected = 100 if operation == "investments_history" else 5
+                if answer_size(answer) != expected:
+                    raise RuntimeError(f"{name} {operation}: {answer_size(answer)} items, "
+                                       f"expected {expected}")
         for operation in ("main_balance", "investments_history"):
             cpu: dict[str, list[float]] = {name: [] for name in calls}
             latency: dict[str, list[float]] = {name: [] for name in calls}
@@ -166,16 +188,25 @@ async def main(quick: bool) -> dict[str, Any]:
                 name: (median(cpu[name]), median(latency[name])) for name in calls
             }
         throughput: dict[str, list[float]] = {name: [] for name in calls}
+        busy_cpu: dict[str, list[float]] = {name: [] for name in calls}
+        busy_share: dict[str, list[float]] = {name: [] for name in calls}
         failures: dict[str, int] = dict.fromkeys(calls, 0)
         throughput_rounds = min(rounds, 11)
-        for _ in range(throughput_rounds):
-            for name, ops in calls.items():
-                rate, failed = await concurrent(ops["main_balance"], callers, each)
+        order = list(calls)
+        for round_number in range(throughput_rounds):
+            for name in order if round_number % 2 == 0 else order[::-1]:
+                rate, failed, cpu_per_call, share = await concurrent(
+                    calls[name]["main_balance"], callers, each
+                )
                 throughput[name].append(rate)
+                busy_cpu[name].append(cpu_per_call)
+                busy_share[name].append(share)
                 failures[name] += failed
                 # Let the nonce counters come back to the clock between rounds.
                 await asyncio.sleep(callers * each / 1000)
         figures["throughput"] = {name: median(v) for name, v in throughput.items()}
+        figures["throughput_cpu"] = {name: median(v) for name, v in busy_cpu.items()}
+        figures["throughput_busy"] = {name: median(v) for name, v in busy_share.items()}
         figures["failures"] = failures
     finally:
         await close()
@@ -189,12 +220,15 @@ async def main(quick: bool) -> dict[str, Any]:
             rows.append((operation, name, f"{c * 1e6:,.0f} µs", f"{lat * 1e3:.2f} ms"))
     print(table(rows, ("operation", "client", "CPU per call", "median latency"),
                 lambda i: "<" if i < 2 else ">"))
-    print(f"throughput, main_balance, {callers} concurrent callers:")
+    print(f"throughput, main_balance, {callers} concurrent callers, {throughput_rounds} rounds "
+          f"of {callers * each:,} calls; medians (client CPU busy: client CPU time / wall time)")
     total = throughput_rounds * callers * each
     for name, value in figures["throughput"].items():
         failed = figures["failures"][name]
         note = f"  ({failed:,} of {total:,} calls refused)" if failed else ""
-        print(f"  {name:20} {value:>10,.0f} successful calls/s{note}")
+        print(f"  {name:20} {value:>10,.0f} successful calls/s  client CPU "
+              f"{figures['throughput_cpu'][name] * 1e6:4.0f} µs per call, busy "
+              f"{figures['throughput_busy'][name]:4.0%}{note}")
     hand_small = figures["main_balance"]["hand-written"][0]
     hand_big = figures["investments_history"]["hand-written"][0]
     ours_small = figures["main_balance"]["txc_async"][0]
