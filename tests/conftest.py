@@ -6,14 +6,15 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 from aioresponses import aioresponses
 
 import txc_async
-from txc_async import RateLimit, RetryPolicy
+from txc_async import Admission, Outcome, RateLimit, RetryPolicy
 
 
 def _allow_aiohttp_3_14() -> None:
@@ -49,19 +50,35 @@ class RecordingLimiter:
     def __init__(self) -> None:
         self.acquired: list[str] = []
         self.paused: list[tuple[str, float | None]] = []
-        self.successes = 0
+        self.outcomes: list[Outcome] = []
 
-    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> None:
+    @property
+    def successes(self) -> int:
+        return self.outcomes.count(Outcome.ANSWERED)
+
+    def try_acquire(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+    ) -> Admission | None:
         self.acquired.append(scope)
+        now = time.monotonic()
+        return Admission(key_id, scope, limit, now, now + timeout)
 
-    async def rate_limited(
-        self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
+    async def acquire(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float,
+        nonce_clock: Callable[[], int] | None = None,
+    ) -> Admission:
+        raise AssertionError("try_acquire always admits")
+
+    def settle(
+        self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        self.paused.append((scope, retry_after))
+        self.outcomes.append(outcome)
+        if outcome is Outcome.RATE_LIMITED:
+            self.paused.append((admission.scope, retry_after))
         return 0.0
 
-    def succeeded(self, key_id: str, scope: str) -> None:
-        self.successes += 1
+    def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
+        return limit
 
     async def aclose(self) -> None:
         pass

@@ -250,6 +250,6 @@ async def test_no_secret_in_logs_reprs_or_errors(caplog: pytest.LogCaptureFixtur
 
 def test_tls_is_verified_by_default() -> None:
     client = txc_async.Client(limiter=RecordingLimiter())
-    assert client._transport._verify_tls is True  # type: ignore[attr-defined]
+    assert client._pipeline.transport._verify_tls is True  # type: ignore[attr-defined]
     assert datetime.now(UTC)  # the default base URL is https
     assert client.base_url.startswith("https://")

@@ -89,7 +89,7 @@ async def test_several_limiters_share_one_budget_at_the_server(redis_url: str) -
     turn = iter(range(count))
 
     async def acquire() -> object:
-        return await limiters[next(turn) % 3].acquire("key-hash", "mining_rewards", limit)
+        return await limiters[next(turn) % 3].acquire("key-hash", "mining_rewards", limit, 10.0)
 
     async with ArrivalServer() as server:
         await _fire(server, acquire, count, seed=1)
@@ -114,12 +114,12 @@ async def main():
     box = RedisLimiter(redis_url, namespace=namespace)
     rng = random.Random(int(seed))
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        await box.acquire("warm-up", "public", limit)  # connected before the start
+        await box.acquire("warm-up", "public", limit, 10.0)  # connected before the start
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
         async def one():
-            await box.acquire("key-hash", "main_balance", limit)
+            await box.acquire("key-hash", "main_balance", limit, 10.0)
             await asyncio.sleep(rng.uniform(0, 0.03))
             async with session.post(hit_url) as answer:
                 await answer.read()
@@ -168,9 +168,9 @@ async def test_several_processes_share_one_budget_at_the_server(redis_url: str) 
 async def test_a_lowered_limit_counts_what_the_log_already_holds(
     limiter: RedisLimiter, store: Any
 ) -> None:
-    await asyncio.gather(*(limiter.acquire("k", "s", RateLimit(5, 1)) for _ in range(5)))
+    await asyncio.gather(*(limiter.acquire("k", "s", RateLimit(5, 1), 10.0) for _ in range(5)))
     began = time.monotonic()
-    await limiter.acquire("k", "s", RateLimit(2, 1))
+    await limiter.acquire("k", "s", RateLimit(2, 1), 10.0)
     assert time.monotonic() - began >= 1.0  # until the 4th of 5 left the window of 1.05 s
     assert 1 <= await store.zcard(limiter.budget_key("k", "s")) <= 2
 
@@ -185,7 +185,7 @@ async def test_waiters_of_one_process_are_admitted_first_in_first_out(
     order: list[int] = []
 
     async def one(i: int) -> None:
-        await limiter.acquire("k", "s", limit)
+        await limiter.acquire("k", "s", limit, 10.0)
         order.append(i)
 
     tasks = []
@@ -200,11 +200,11 @@ async def test_a_cancelled_waiter_consumes_no_budget_and_the_next_proceeds(
     limiter: RedisLimiter, store: Any
 ) -> None:
     limit = RateLimit(1, 0.4)  # window 0.45 s
-    await limiter.acquire("k", "s", limit)
+    await limiter.acquire("k", "s", limit, 10.0)
     began = time.monotonic()
-    head = asyncio.create_task(limiter.acquire("k", "s", limit))
+    head = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
     await asyncio.sleep(0.05)
-    second = asyncio.create_task(limiter.acquire("k", "s", limit))
+    second = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
     await asyncio.sleep(0.05)
     head.cancel()
     await second
@@ -218,48 +218,16 @@ async def test_a_waiter_cancelled_while_redis_answers_gives_its_slot_back(
 ) -> None:
     limiter = RedisLimiter(redis_url, namespace=fresh_namespace())
     limit = RateLimit(5, 10)
-    await limiter.acquire("warm-up", "s", limit)  # a connection is open: the next call sends
+    await limiter.acquire("warm-up", "s", limit, 10.0)  # a connection is open: the next call sends
     key = limiter.budget_key("k", "s")
     for _ in range(5):
-        task = asyncio.create_task(limiter.acquire("k", "s", limit))
+        task = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
         await asyncio.sleep(0)  # the script is on its way to Redis, the answer is not back
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
     await limiter.aclose()  # waits for the slots to be given back
     assert await store.zcard(key) == 0
-
-
-# -- pauses ------------------------------------------------------------------------------------
-
-
-async def test_a_pause_holds_every_process(limiter: RedisLimiter, redis_url: str, store: Any
-                                           ) -> None:
-    limit = RateLimit(100, 1)
-    await limiter.acquire("k", "public", limit)
-    assert await limiter.rate_limited("k", "public", limit, 0.4) == 0.4
-    pause_key = limiter.budget_key("k", "public") + ":pause"
-    assert 0 < await store.pttl(pause_key) <= 400
-    # A shorter pause does not cut it short.
-    await limiter.rate_limited("k", "public", limit, 0.1)
-    assert await store.pttl(pause_key) > 200
-    other = RedisLimiter(redis_url, namespace=limiter.namespace)
-    began = time.monotonic()
-    await other.acquire("k", "public", limit)
-    assert time.monotonic() - began >= 0.3
-    await other.acquire("k", "main_balance", limit)  # other budgets are not paused
-    await other.aclose()
-
-
-async def test_backoff_without_retry_after_doubles_and_success_resets_it(redis_url: str) -> None:
-    limiter = RedisLimiter(redis_url, namespace=fresh_namespace(), random=lambda: 0.0)
-    limit = RateLimit(100, 1)
-    assert await limiter.rate_limited("k", "s", limit, None) == 1.0
-    assert await limiter.rate_limited("k", "s", limit, None) == 2.0
-    limiter.succeeded("k", "s")
-    assert await limiter.rate_limited("k", "s", limit, None) == 1.0
-    assert await limiter.rate_limited("k", "s", limit, 9999.0) == 300.0
-    await limiter.aclose()
 
 
 # -- keys --------------------------------------------------------------------------------------
@@ -270,14 +238,11 @@ async def test_keys_hold_the_namespace_scope_and_key_id_only_and_expire(
 ) -> None:
     limit = RateLimit(10, 2)  # window 2.1 s
     ns = limiter.namespace
-    await limiter.acquire("a1b2c3", "main_balance", limit)
-    await limiter.acquire("a1b2c3", "public", limit)
-    await limiter.rate_limited("a1b2c3", "public", limit, 0.5)
+    await limiter.acquire("a1b2c3", "main_balance", limit, 10.0)
+    await limiter.acquire("a1b2c3", "public", limit, 10.0)
     keys = sorted(await store.keys(f"{ns}:*"))
-    assert keys == [f"{ns}:main_balance:a1b2c3", f"{ns}:nonce:a1b2c3", f"{ns}:public:a1b2c3",
-                    f"{ns}:public:a1b2c3:pause"]
+    assert keys == [f"{ns}:main_balance:a1b2c3", f"{ns}:nonce:a1b2c3", f"{ns}:public:a1b2c3"]
     assert 2100 < await store.pttl(f"{ns}:public:a1b2c3") <= 3100
-    assert 0 < await store.pttl(f"{ns}:public:a1b2c3:pause") <= 500
     assert 0 < await store.pttl(f"{ns}:nonce:a1b2c3") <= 60_000
     members = await store.zrange(f"{ns}:main_balance:a1b2c3", 0, -1)
     assert len(members) == 1 and "a1b2c3" not in members[0]
@@ -307,9 +272,10 @@ async def test_limiters_sharing_a_key_draw_distinct_increasing_nonces(redis_url:
     namespace = fresh_namespace()
     limiters = [RedisLimiter(redis_url, namespace=namespace) for _ in range(4)]
     limit = RateLimit(10_000, 1)
-    nonces = await asyncio.gather(
-        *(limiters[i % 4].acquire("key-hash", "main_balance", limit) for i in range(400))
+    admissions = await asyncio.gather(
+        *(limiters[i % 4].acquire("key-hash", "main_balance", limit, 10.0) for i in range(400))
     )
+    nonces = [admission.nonce for admission in admissions if admission.nonce is not None]
     for box in limiters:
         await box.aclose()
     assert len(set(nonces)) == 400
@@ -348,12 +314,10 @@ async def test_four_clients_on_one_key_get_no_nonce_refused(redis_url: str) -> N
 async def test_an_unreachable_store_fails_the_request_rather_than_the_limit(url: str) -> None:
     limiter = RedisLimiter(url.format(port=free_port()))
     with pytest.raises(TransportError) as caught:
-        await limiter.acquire("k", "public", RateLimit(10, 1))
+        await limiter.acquire("k", "public", RateLimit(10, 1), 10.0)
     assert str(caught.value).startswith("rate-limit store unreachable: ")
     assert caught.value.may_have_reached_server is False
     assert "hunter2" not in str(caught.value) and "hunter2" not in repr(limiter)
-    with pytest.raises(TransportError, match="rate-limit store unreachable"):
-        await limiter.rate_limited("k", "public", RateLimit(10, 1), None)
     await limiter.aclose()
 
 
@@ -367,7 +331,7 @@ async def test_a_store_that_does_not_answer_fails_within_the_timeout() -> None:
     limiter = RedisLimiter(f"redis://127.0.0.1:{port}/0", timeout=0.2)
     began = time.monotonic()
     with pytest.raises(TransportError, match=r"unreachable: .*no answer within 0.2 s"):
-        await limiter.acquire("k", "public", RateLimit(10, 1))
+        await limiter.acquire("k", "public", RateLimit(10, 1), 10.0)
     assert time.monotonic() - began < 2
     await limiter.aclose()
     server.close()
@@ -388,7 +352,7 @@ async def test_a_client_sends_nothing_when_the_store_is_unreachable() -> None:
 async def test_aclose_closes_the_connections(redis_url: str, store: Any) -> None:
     name_count = len(await store.client_list())
     limiter = RedisLimiter(redis_url, namespace=fresh_namespace())
-    await asyncio.gather(*(limiter.acquire(f"k{i}", "s", RateLimit(10, 1)) for i in range(3)))
+    await asyncio.gather(*(limiter.acquire(f"k{i}", "s", RateLimit(10, 1), 10.0) for i in range(3)))
     assert len(await store.client_list()) > name_count
     await limiter.aclose()
     for _ in range(50):

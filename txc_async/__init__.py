@@ -36,18 +36,19 @@ from ._models import (
     RewardsPage,
     Side,
 )
-from ._ratelimit import DEFAULT_RATE_LIMITS, Limiter, RateLimit
+from ._pipeline import RequestRecord
+from ._ratelimit import DEFAULT_RATE_LIMITS, Admission, Limiter, Outcome, RateLimit
 from ._redis_limiter import RedisLimiter
 from ._retry import RetryPolicy
 from ._scheduler import InProcessLimiter
 from ._stats import ClientStats
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_RATE_LIMITS",
     "EU_BASE_URL",
+    "Admission",
     "ApiError",
     "AuthenticationError",
     "Client",
@@ -67,11 +68,13 @@ __all__ = [
     "OAuthToken",
     "OrderStatus",
     "OtoOrder",
+    "Outcome",
     "PlanStatus",
     "PositionSide",
     "RateLimit",
     "RateLimitError",
     "RedisLimiter",
+    "RequestRecord",
     "RequestTimeout",
     "RetryPolicy",
     "RewardsPage",

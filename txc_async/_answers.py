@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
+import math
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -45,17 +48,41 @@ class NonceRefused(Exception):
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """The Retry-After header in seconds, when it is a number."""
+    """The Retry-After header in seconds: a number of seconds, or an HTTP date measured from the
+    answer's own ``Date`` header (both on the server's clock), else from this machine's clock."""
     value = headers.get("Retry-After")
     if value is None:
         return None
+    value = value.strip()
     try:
         seconds = float(value)
     except ValueError:
-        return None
-    if seconds != seconds or seconds < 0 or seconds == float("inf"):
+        moment = _http_date(value)
+        if moment is None:
+            return None
+        sent = _http_date(headers.get("Date") or "")
+        seconds = moment - (sent if sent is not None else time.time())
+        return max(0.0, seconds)
+    if not math.isfinite(seconds) or seconds < 0:
         return None
     return seconds
+
+
+def _http_date(text: str) -> float | None:
+    try:
+        moment = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.timestamp()
+
+
+def _is_nonce_refusal(message: str) -> bool:
+    """SERVICE_NOTES: a refused nonce answers 429 with "Too many requests." or a message about
+    the nonce; "Too Many Attempts." and any other 429 are rate limits."""
+    lowered = message.strip().lower()
+    return lowered == "too many requests." or lowered == "too many requests" or "nonce" in lowered
 
 
 def _try_json(body: bytes) -> Any:
@@ -181,13 +208,25 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
                 )
             )
         error = error_from_body(status, data)
-        message = error.message if error is not None else "nonce refused"
+        if error is None or not _is_nonce_refusal(error.message):
+            # A JSON 429 that is not about the nonce ("Too Many Attempts.", anything else):
+            # a rate limit, which pauses the scope.
+            raise RateLimited(
+                RateLimitError(
+                    error.message if error is not None else "rate limit exceeded",
+                    status=429,
+                    code=error.code if error is not None else None,
+                    errors=error.errors if error is not None else {},
+                    retry_after=parse_retry_after(headers),
+                )
+            )
+        message = error.message
         raise NonceRefused(
             AuthenticationError(
                 f"nonce refused: {message}",
                 status=429,
-                code=error.code if error is not None else None,
-                errors=error.errors if error is not None else {},
+                code=error.code,
+                errors=error.errors,
             )
         )
     data = _try_json(body)

@@ -1,19 +1,17 @@
-"""The client: thin typed methods over one request pipeline.
+"""The client: thin typed methods that check their arguments and hand them to the pipeline.
 
-endpoint method -> input checks -> rate-limit scheduler -> signer -> transport -> answer decoder
+endpoint method -> input checks -> pipeline (budget -> signer -> transport -> answer decoder)
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 import math
 import os
 import re
 import time
-import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -22,7 +20,6 @@ from typing import Any, Self, TypeVar
 import aiohttp
 from yarl import URL
 
-from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from ._errors import InvalidParameterError, TransportError, TxcError
 from ._models import (
     CollateralOrder,
@@ -44,18 +41,17 @@ from ._operations import (
     INVESTMENTS,
     MINING_HASHRATE,
     MINING_REWARDS,
-    OPERATIONS,
     PING,
     REFRESH_OAUTH_TOKEN,
-    Auth,
     Operation,
 )
+from ._pipeline import Pipeline, RequestRecord
 from ._ratelimit import Limiter, RateLimit, merge_rate_limits
 from ._retry import RetryPolicy
 from ._scheduler import default_limiter
 from ._signing import Signer, key_fingerprint
 from ._stats import ClientStats
-from ._transport import AiohttpTransport, RawResponse, Transport
+from ._transport import AiohttpTransport, Transport
 from ._validate import (
     ACCOUNT_NAME,
     ACCOUNT_NAME_RULE,
@@ -81,6 +77,7 @@ EU_BASE_URL = "https://eu.api.txc.exchange"
 _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
 _CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
+_USER_AGENT = re.compile(r"[\x20-\x7e]{1,200}")
 _INTERVALS = ("5m", "1h", "24h")
 _PAGE_LIMIT = 100
 _MAX_OFFSET = 10_000
@@ -93,6 +90,25 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _check_timeout(timeout: object) -> float:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise InvalidParameterError("timeout", "must be a finite number of seconds above 0")
+    return float(timeout)
+
+
+def _check_retry(retry: object) -> RetryPolicy:
+    if retry is None:
+        return RetryPolicy()
+    if not isinstance(retry, RetryPolicy):
+        raise InvalidParameterError("retry", "must be a txc_async.RetryPolicy")
+    return retry
 
 
 def _check_base_url(base_url: object) -> URL:
@@ -117,6 +133,17 @@ class Client:
 
     Use it as ``async with Client(api_key=..., api_secret=...) as client:`` or call
     :meth:`close` when done. One HTTP session serves every request of the client.
+
+    - ``rate_limits``: per-scope overrides of the documented limits (``txc_async.RateLimit``).
+    - ``limiter``: the backend keeping the budgets (default: one in-process limiter shared by
+      every client of the process; ``txc_async.SQLiteLimiter`` or ``RedisLimiter`` to share
+      budgets between processes).
+    - ``timeout``: seconds per HTTP exchange (waiting for budget is not counted).
+    - ``retry``: a :class:`txc_async.RetryPolicy`.
+    - ``user_agent``: the caller's product, put in front of the default User-Agent.
+    - ``on_request``: called with a :class:`txc_async.RequestRecord` after every HTTP exchange.
+    - ``session`` / ``transport``: an aiohttp session, or another transport, to send through.
+    - ``max_connections``: connections open at once to the server.
     """
 
     def __init__(
@@ -129,6 +156,8 @@ class Client:
         limiter: Limiter | None = None,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
+        user_agent: str | None = None,
+        on_request: Callable[[RequestRecord], object] | None = None,
         session: aiohttp.ClientSession | None = None,
         transport: Transport | None = None,
         max_connections: int = 100,
@@ -146,35 +175,34 @@ class Client:
                     raise InvalidParameterError(
                         name, "must be 1 to 1024 printable ASCII characters without spaces"
                     )
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise InvalidParameterError("timeout", "must be a finite number of seconds above 0")
         check_int_range("max_connections", max_connections, 1, 10_000)
         if session is not None and transport is not None:
             raise InvalidParameterError("session", "give either session or transport, not both")
-        self._base_url = _check_base_url(base_url)
-        self._urls = {
-            op.name: self._base_url.with_path(self._base_url.path.rstrip("/") + op.path)
-            for op in OPERATIONS
-        }
-        self._signer = Signer(api_key, api_secret) if api_key and api_secret else None
-        self._rate_limits = merge_rate_limits(rate_limits)
-        self._limiter: Limiter = limiter if limiter is not None else default_limiter()
-        # Budgets are per server and key: the hash names both without revealing the key.
-        self._key_id = key_fingerprint(api_key or "", str(self._base_url.origin()))
-        self._timeout = float(timeout)
-        self._retry = retry or RetryPolicy()
-        self._transport: Transport = transport or AiohttpTransport(session, verify_tls=verify_tls)
-        self._slots = asyncio.Semaphore(max_connections)
+        if user_agent is not None and (
+            not isinstance(user_agent, str) or not _USER_AGENT.fullmatch(user_agent)
+        ):
+            raise InvalidParameterError(
+                "user_agent", "must be 1 to 200 printable ASCII characters, e.g. 'mybot/1.2'"
+            )
+        if on_request is not None and not callable(on_request):
+            raise InvalidParameterError("on_request", "must be a callable taking a RequestRecord")
+        base = _check_base_url(base_url)
+        self._timeout = _check_timeout(timeout)
+        self._retry = _check_retry(retry)
+        self._pipeline = Pipeline(
+            base_url=base,
+            signer=Signer(api_key, api_secret) if api_key and api_secret else None,
+            limiter=limiter if limiter is not None else default_limiter(),
+            # Budgets are per server and key: the hash names both without revealing the key.
+            key_id=key_fingerprint(api_key or "", str(base.origin())),
+            rate_limits=merge_rate_limits(rate_limits),
+            transport=transport
+            or AiohttpTransport(session, verify_tls=verify_tls, max_connections=max_connections),
+            user_agent=user_agent,
+            on_request=on_request,
+        )
+        self._derived = False
         self._closed = False
-        # Calls under way, so that close() can end them at once instead of leaving them waiting.
-        self._calls: set[asyncio.Task[Any]] = set()
-        self._ended_by_close: set[asyncio.Task[Any]] = set()
-        self.stats = ClientStats()
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -188,6 +216,20 @@ class Client:
             kwargs.setdefault("base_url", env["TXC_BASE_URL"])
         return cls(**kwargs)
 
+    def with_options(
+        self, *, timeout: float | None = None, retry: RetryPolicy | None = None
+    ) -> Client:
+        """A client with another ``timeout`` or ``retry`` policy that shares this one's HTTP
+        session, budgets, nonces, counters and hooks (e.g. ``client.with_options(timeout=2)
+        .main_balance()``). Closing it ends only its own use; close the original when done."""
+        derived = object.__new__(Client)
+        derived._pipeline = self._pipeline
+        derived._timeout = self._timeout if timeout is None else _check_timeout(timeout)
+        derived._retry = self._retry if retry is None else _check_retry(retry)
+        derived._derived = True
+        derived._closed = False
+        return derived
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -198,151 +240,61 @@ class Client:
         """Close the HTTP session (an injected one is left open).
 
         Calls still under way end at once with :class:`TransportError`; calls after this fail.
+        A client made by :meth:`with_options` only stops its own use.
         """
         self._closed = True
-        for task in list(self._calls):
-            if not task.done():
-                self._ended_by_close.add(task)
-                task.cancel()
-        await self._transport.aclose()
+        if not self._derived:
+            await self._pipeline.aclose()
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """True once :meth:`close` was called (on this client, or on the one it derives from)."""
+        return self._closed or self._pipeline.closed
 
     @property
     def base_url(self) -> str:
-        return str(self._base_url)
+        """The server this client talks to, e.g. ``https://api.example.com``."""
+        return str(self._pipeline.base_url)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds allowed for one HTTP exchange."""
+        return self._timeout
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of this client's calls."""
+        return self._retry
+
+    @property
+    def user_agent(self) -> str:
+        """The User-Agent header every request carries."""
+        return self._pipeline.user_agent
+
+    @property
+    def stats(self) -> ClientStats:
+        """Counters of requests, retries and refusals (shared with clients of
+        :meth:`with_options`)."""
+        return self._pipeline.stats
 
     @property
     def rate_limits(self) -> dict[str, RateLimit]:
-        """The limit of every scope this client keeps to."""
-        return dict(self._rate_limits)
+        """The limit every scope keeps to now: the configured one, or a lower one learned from
+        the server's refusals."""
+        pipeline = self._pipeline
+        return {
+            scope: pipeline.limiter.effective_limit(pipeline.key_id, scope, limit)
+            for scope, limit in pipeline.rate_limits.items()
+        }
 
     def __repr__(self) -> str:
-        auth = "signed" if self._signer is not None else "public only"
-        return f"Client(base_url={str(self._base_url)!r}, {auth})"
-
-    # -- the request pipeline ---------------------------------------------------------------
-
-    def _require_signer(self, op: Operation[Any]) -> Signer:
-        if self._signer is None:
-            raise InvalidParameterError(
-                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
-            )
-        return self._signer
-
-    async def _send_once(
-        self, op: Operation[Any], params: Mapping[str, Any], url: URL, signer: Signer | None
-    ) -> RawResponse:
-        """Wait for a connection slot and the scope's budget, sign, and send one request."""
-        limit = self._rate_limits[op.scope]
-        async with self._slots:
-            shared_nonce = await self._limiter.acquire(self._key_id, op.scope, limit)
-            if self._closed:
-                raise TransportError("the client is closed", may_have_reached_server=False)
-            headers: Mapping[str, str] | None
-            if op.auth is Auth.SIGNED:
-                assert signer is not None
-                # Signed after the budget admits the request, so the nonce is fresh when it leaves.
-                nonce = shared_nonce or signer.nonces.try_next() or await signer.nonces.next()
-                body, headers = signer.sign(op.path, params, nonce)
-            elif op.auth is Auth.FORM:
-                body = urllib.parse.urlencode(params).encode()
-                headers = {"Content-Type": "application/x-www-form-urlencoded"}
-            else:
-                body, headers = None, None
-                if params:
-                    url = url.with_query({k: str(v) for k, v in params.items()})
-            stats = self.stats
-            stats.requests += 1
-            stats.by_scope[op.scope] += 1
-            return await self._transport.send(
-                op.method, url, headers=headers, body=body, timeout=self._timeout
-            )
+        auth = "signed" if self._pipeline.signer is not None else "public only"
+        return f"Client(base_url={self.base_url!r}, {auth})"
 
     async def _call(self, op: Operation[R], params: Mapping[str, Any]) -> R:
         if self._closed:
             raise TransportError("the client is closed", may_have_reached_server=False)
-        signer = self._require_signer(op) if op.auth is Auth.SIGNED else None
-        task = asyncio.current_task()
-        if task is None:  # pragma: no cover - a coroutine always runs in a task under asyncio
-            return await self._attempts(op, params, signer)
-        self._calls.add(task)
-        try:
-            return await self._attempts(op, params, signer)
-        except asyncio.CancelledError:
-            if task in self._ended_by_close:
-                self._ended_by_close.discard(task)
-                task.uncancel()
-                raise TransportError(
-                    f"{op.name}: the client was closed while the call was under way"
-                ) from None
-            raise
-        finally:
-            self._calls.discard(task)
-
-    async def _attempts(
-        self, op: Operation[R], params: Mapping[str, Any], signer: Signer | None
-    ) -> R:
-        url = self._urls[op.name]
-        retry = self._retry
-        failures = rate_limited = nonce_refused = 0
-        while True:
-            try:
-                raw = await self._send_once(op, params, url, signer)
-            except TransportError as exc:
-                if (
-                    self._closed
-                    or failures >= retry.max_retries
-                    or not (op.retry_safe or not exc.may_have_reached_server)
-                ):
-                    raise
-                delay = retry.backoff(failures)
-                failures += 1
-                self.stats.retries += 1
-                logger.debug(
-                    "%s: %s; attempt %d again in %.2f s", op.name, exc, failures + 1, delay
-                )
-                await asyncio.sleep(delay)
-                continue
-            refused_for_rate = False
-            try:
-                return decode_answer(raw, op.decode)
-            except RateLimited as signal:
-                refused_for_rate = True
-                if rate_limited >= retry.max_rate_limit_retries:
-                    raise signal.error from None
-                rate_limited += 1
-                self.stats.rate_limit_refusals += 1
-                pause = await self._limiter.rate_limited(
-                    self._key_id, op.scope, self._rate_limits[op.scope], signal.error.retry_after
-                )
-                logger.warning(
-                    "%s: rate limit refusal (HTTP %s); scope %r paused %.2f s",
-                    op.name, signal.error.status, op.scope, pause,
-                )
-            except NonceRefused as signal:
-                if nonce_refused >= retry.max_nonce_retries:
-                    raise signal.error from None
-                nonce_refused += 1
-                self.stats.nonce_refusals += 1
-                logger.debug("%s: nonce refused; signing again", op.name)
-            except TransportError as exc:
-                # The server answered, so the request reached it: only reads go again.
-                if not op.retry_safe or failures >= retry.max_retries:
-                    raise
-                delay = retry.backoff(failures, parse_retry_after(raw.headers))
-                failures += 1
-                self.stats.retries += 1
-                logger.debug(
-                    "%s: %s; attempt %d again in %.2f s", op.name, exc, failures + 1, delay
-                )
-                await asyncio.sleep(delay)
-            finally:
-                if not refused_for_rate:
-                    # Any other answer ends a streak of rate-limit refusals.
-                    self._limiter.succeeded(self._key_id, op.scope)
+        return await self._pipeline.call(op, params, self._timeout, self._retry)
 
     # -- operations -------------------------------------------------------------------------
 

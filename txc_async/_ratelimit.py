@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["DEFAULT_RATE_LIMITS", "SCOPES", "Limiter", "RateLimit", "merge_rate_limits"]
+__all__ = [
+    "DEFAULT_RATE_LIMITS",
+    "SCOPES",
+    "Admission",
+    "Limiter",
+    "Outcome",
+    "RateLimit",
+    "merge_rate_limits",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,36 +75,115 @@ def merge_rate_limits(overrides: Mapping[str, RateLimit] | None) -> dict[str, Ra
     return merged
 
 
+class Outcome(enum.Enum):
+    """How a request admitted by a limiter ended, as far as the server's count is concerned."""
+
+    #: The server answered (anything but a rate-limit refusal): it arrived before the answer.
+    ANSWERED = "answered"
+    #: The server refused it for its rate limit (HTTP 429 without a JSON body, or a throttling
+    #: message): it arrived, and the budget pauses.
+    RATE_LIMITED = "rate_limited"
+    #: It never left this machine (the connection was never made, the client was closed first).
+    NOT_SENT = "not_sent"
+    #: No answer (timeout, reset, cancelled in flight): it may arrive up to its deadline.
+    NO_ANSWER = "no_answer"
+
+
+class Admission:
+    """One request let through by a limiter: what the limiter needs to settle it later.
+
+    ``nonce`` is the nonce to sign with when a backend shared by several processes draws it
+    from its per-key counter (None: the client draws it from the process's own source).
+    ``admitted`` and ``deadline`` are on the backend's clock, ``local_deadline`` on this
+    process's monotonic clock; ``token`` is the backend's own.
+    """
+
+    __slots__ = (
+        "admitted", "deadline", "key_id", "limit", "local_deadline", "nonce", "scope", "token",
+    )
+
+    def __init__(
+        self,
+        key_id: str,
+        scope: str,
+        limit: RateLimit,
+        admitted: float,
+        deadline: float,
+        token: object = None,
+        nonce: int | None = None,
+        local_deadline: float | None = None,
+    ) -> None:
+        self.key_id = key_id
+        self.scope = scope
+        self.limit = limit
+        self.admitted = admitted
+        self.deadline = deadline
+        self.token = token
+        self.nonce = nonce
+        #: The deadline on this process's ``time.monotonic()``, no later than the moment the
+        #: backend counts the request until: the request must be sent and answered by then.
+        self.local_deadline = deadline if local_deadline is None else local_deadline
+
+    def __repr__(self) -> str:
+        return f"Admission(scope={self.scope!r}, admitted={self.admitted:.6f})"
+
+
 @runtime_checkable
 class Limiter(Protocol):
     """A backend that keeps request budgets.
 
     A budget is named by ``key_id`` (a hash identifying the API key and server, never the key
-    itself) and ``scope``. Implementations serve waiters first-in-first-out; a waiter cancelled
-    before it is admitted consumes no budget.
+    itself) and ``scope``. The server counts a request when it arrives, which is some time
+    between its admission and its answer; so a budget's log holds, for every request, the latest
+    moment it could have arrived: its deadline while it is in flight, its answer once answered.
+    A request is admitted at ``t`` only while fewer than ``max_requests`` of those moments lie in
+    ``(t - per_seconds, t]``; then no span of ``per_seconds`` at the server can hold more than
+    ``max_requests`` arrivals, whatever the network delays, with no allowance to tune.
+
+    Implementations serve waiters first-in-first-out; a waiter cancelled before it is admitted
+    consumes no budget.
     """
 
-    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> int | None:
-        """Wait until one more request may be sent within ``limit``, then count it as sent.
+    def try_acquire(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+    ) -> Admission | None:
+        """Admit at once when the budget has room and no one waits, else None (never waits).
 
-        A backend shared by several processes returns the nonce the request must be signed
-        with (drawn from one counter per key); an in-process one returns None, and the client
-        draws the nonce from the process's own source.
+        A backend that cannot decide without I/O always returns None.
         """
         ...
 
-    async def rate_limited(
-        self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
+    async def acquire(
+        self,
+        key_id: str,
+        scope: str,
+        limit: RateLimit,
+        timeout: float,
+        nonce_clock: Callable[[], int] | None = None,
+    ) -> Admission:
+        """Wait until one more request may be sent within ``limit``, then count it as in flight
+        until ``timeout`` seconds from now.
+
+        ``nonce_clock`` (milliseconds on the server-aligned clock) is given for signed requests:
+        a backend shared by several processes then draws the request's nonce from one counter
+        per key and returns it in :attr:`Admission.nonce`.
+        """
+        ...
+
+    def settle(
+        self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        """Record a rate-limit refusal: pause the whole budget and return the pause in seconds.
+        """Record how an admitted request ended; returns the pause in seconds the budget now
+        keeps (0 unless ``outcome`` is :attr:`Outcome.RATE_LIMITED`).
 
-        The pause is ``retry_after`` when the server gave one, else 1 s doubling per consecutive
-        refusal up to 30 s, with jitter.
+        Never waits: a backend that must tell a store does it in the background, and keeps
+        the safer value (the deadline) until then.
         """
         ...
 
-    def succeeded(self, key_id: str, scope: str) -> None:
-        """Record an answer that was not a rate-limit refusal (ends a backoff streak)."""
+    def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
+        """The limit the budget keeps to: ``limit``, or lower when the server was found to
+        refuse below it (a learned limit)."""
         ...
 
     async def aclose(self) -> None:

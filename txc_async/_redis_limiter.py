@@ -14,13 +14,15 @@ import math
 import os
 import random as _random
 import secrets
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from ._backoff import RefusalState
 from ._errors import TransportError
-from ._ratelimit import RateLimit
-from ._scheduler import FifoTurns, backoff_pause, check_jitter_allowance, default_jitter_allowance
+from ._ratelimit import Admission, Outcome, RateLimit
+from ._scheduler import FifoTurns
 from ._signing import MAX_NONCE_LEAD_MS
 
 if TYPE_CHECKING:
@@ -71,6 +73,22 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
 end
 return 0
 """
+
+
+def default_jitter_allowance(per_seconds: float) -> float:
+    """How much longer than ``per_seconds`` the admission window is: 5 % of it, 50..250 ms."""
+    return min(0.25, max(0.05, 0.05 * per_seconds))
+
+
+def check_jitter_allowance(value: float | None) -> float | None:
+    """``value`` if it is None or a finite number of seconds of at least 0, else ValueError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+        math.isfinite(value) and value >= 0
+    ):
+        raise ValueError("jitter_allowance: must be a finite number of seconds, at least 0")
+    return float(value)
 
 
 def _passwords(url: str) -> list[str]:
@@ -150,7 +168,7 @@ class RedisLimiter:
         self._admit: AsyncScript = self._redis.register_script(_ADMIT)
         self._pause: AsyncScript = self._redis.register_script(_PAUSE)
         self._turns: dict[str, FifoTurns] = {}
-        self._streaks: dict[str, int] = {}
+        self._refusals: dict[str, RefusalState] = {}
         # Members must be unique across every process: pid and random bits, then a counter.
         self._member_prefix = f"{os.getpid()}-{secrets.token_hex(6)}-"
         self._members = itertools.count()
@@ -206,22 +224,42 @@ class RedisLimiter:
             may_have_reached_server=False,
         )
 
-    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> int:
-        """Wait for the budget, then return the nonce to sign with: drawn in Redis from one
-        counter per API key, so processes sharing a key never send the same nonce."""
+    def try_acquire(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+    ) -> Admission | None:
+        """Always None: only Redis can tell whether the budget has room."""
+        return None
+
+    async def acquire(
+        self,
+        key_id: str,
+        scope: str,
+        limit: RateLimit,
+        timeout: float,
+        nonce_clock: Callable[[], int] | None = None,
+    ) -> Admission:
+        """Wait for the budget, then return the admission with the nonce to sign with: drawn in
+        Redis from one counter per API key, so processes sharing a key never send the same
+        nonce."""
         key = self.budget_key(key_id, scope)
         keys = [key, key + ":pause", self.nonce_key(key_id)]
         window_us = round(self.window(limit) * 1_000_000)
         turns = self._turns.get(key)
         if turns is None:
             turns = self._turns.setdefault(key, FifoTurns())
+        refusals = self._refusal_state(key, scope)
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
         ticket = await turns.enter()
         try:
             while True:
+                local_wait = refusals.paused_until - time.monotonic()
+                if local_wait > 0:
+                    await self._sleep(local_wait)
+                    continue
                 member = f"{self._member_prefix}{next(self._members)}"
                 args = [limit.max_requests, window_us, member, MAX_NONCE_LEAD_MS]
+                asked = time.monotonic()
                 try:
                     wait_us, nonce = await self._run(self._admit, keys, args)
                     if task is not None and task.cancelling() > cancels:
@@ -234,18 +272,36 @@ class RedisLimiter:
                     self._forget(key, member)
                     raise
                 if int(wait_us) <= 0:
-                    return int(nonce)
+                    return Admission(
+                        key_id, scope, limit, asked, asked + timeout, member, int(nonce)
+                    )
                 await self._sleep(int(wait_us) / 1_000_000)
         finally:
             turns.leave(ticket)
 
+    def _refusal_state(self, key: str, scope: str) -> RefusalState:
+        state = self._refusals.get(key)
+        if state is None:
+            state = self._refusals.setdefault(key, RefusalState(scope))
+        return state
+
     def _forget(self, key: str, member: str) -> None:
+        self._background(self._remove(key, member))
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> None:
         try:
-            task = asyncio.get_running_loop().create_task(self._remove(key, member))
+            task = asyncio.get_running_loop().create_task(self._quietly(work))
         except RuntimeError:  # the loop is shutting down: the entry expires with the window
+            work.close()
             return
         self._cleanups.add(task)
         task.add_done_callback(self._cleanups.discard)
+
+    @staticmethod
+    async def _quietly(work: Coroutine[Any, Any, Any]) -> None:
+        # On failure Redis keeps the safer state: the entry stays until its window passes.
+        with contextlib.suppress(TransportError):
+            await work
 
     async def _remove(self, key: str, member: str) -> None:
         from redis.exceptions import RedisError
@@ -254,18 +310,30 @@ class RedisLimiter:
         with contextlib.suppress(RedisError, OSError):
             await self._redis.zrem(key, member)
 
-    async def rate_limited(
-        self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
+    def settle(
+        self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        key = self.budget_key(key_id, scope)
-        streak = self._streaks.get(key, 0)
-        pause = backoff_pause(streak, retry_after, self._random)
-        self._streaks[key] = streak + 1
-        await self._run(self._pause, [key + ":pause"], [max(1, round(pause * 1000))])
-        return pause
+        key = self.budget_key(admission.key_id, admission.scope)
+        refusals = self._refusal_state(key, admission.scope)
+        now = time.monotonic()
+        if outcome is Outcome.NOT_SENT and isinstance(admission.token, str):
+            self._forget(key, admission.token)
+        elif outcome is Outcome.ANSWERED:
+            refusals.on_accepted(admission.admitted, now, admission.limit)
+        elif outcome is Outcome.RATE_LIMITED:
+            pause = refusals.on_refused(
+                admission.admitted, now, admission.limit, retry_after, self._random
+            )
+            if pause > 0:
+                self._background(
+                    self._run(self._pause, [key + ":pause"], [max(1, round(pause * 1000))])
+                )
+            return pause
+        return 0.0
 
-    def succeeded(self, key_id: str, scope: str) -> None:
-        self._streaks.pop(self.budget_key(key_id, scope), None)
+    def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
+        state = self._refusals.get(self.budget_key(key_id, scope))
+        return limit if state is None else state.effective(limit, time.monotonic())
 
     async def aclose(self) -> None:
         """Close the connections to Redis (after giving back slots of cancelled waiters)."""

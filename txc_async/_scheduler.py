@@ -1,72 +1,29 @@
-"""The in-process rate-limit scheduler: a strict sliding-window log per budget, waiters served FIFO.
+"""The in-process rate-limit scheduler: one log per budget of the latest moment each request could
+have reached the server, waiters served first-in-first-out.
 
-The server counts requests in any span of ``per_seconds``. A request admitted at time t reaches it
-at t + delay, and delays differ from request to request, so admissions are spaced as if the window
-were longer by a jitter allowance: then no span the server measures holds more than
-``max_requests`` arrivals, however unevenly the network delays them within the allowance.
+A request reaches the server somewhere between its admission and its answer. The log keeps, for
+each request, its deadline while it is in flight and its answer time once answered; a request is
+admitted only while fewer than ``max_requests`` of those moments lie in the last ``per_seconds``.
+Then no span of ``per_seconds`` at the server holds more than ``max_requests`` arrivals, whatever
+the delays (new connections, TLS, proxies), with no allowance to tune. The cost: one round trip
+per window, since a request counts from its answer rather than from its admission.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import bisect
+import contextlib
 import random as _random
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from ._ratelimit import RateLimit
+from ._backoff import RefusalState
+from ._ratelimit import Admission, Outcome, RateLimit
 
-__all__ = [
-    "BACKOFF_CAP",
-    "BACKOFF_START",
-    "MAX_RETRY_AFTER",
-    "FifoTurns",
-    "InProcessLimiter",
-    "backoff_pause",
-    "check_jitter_allowance",
-    "default_jitter_allowance",
-    "default_limiter",
-]
-
-#: The longest pause a server's Retry-After may impose, in seconds.
-MAX_RETRY_AFTER = 300.0
-#: The first pause after a refusal without Retry-After, and the cap of the doubling.
-BACKOFF_START = 1.0
-BACKOFF_CAP = 30.0
-#: A pause is stretched by up to this fraction, so processes refused together do not all come
-#: back at the same instant.
-BACKOFF_JITTER = 0.25
-
-
-def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], float]) -> float:
-    """The pause after a rate-limit refusal, in seconds.
-
-    The server's Retry-After when it gave one (at most 300 s); else 1 s doubling with each refusal
-    in a row (``streak`` refusals so far), stretched by 0 to 25 % of jitter, at most 30 s.
-    """
-    if retry_after is not None and retry_after >= 0:  # NaN fails the test and falls through
-        return min(retry_after, MAX_RETRY_AFTER)
-    # The exponent is bounded so a very long streak cannot overflow a float.
-    base = min(BACKOFF_CAP, BACKOFF_START * 2.0 ** min(max(streak, 0), 16))
-    return min(BACKOFF_CAP, base * (1.0 + BACKOFF_JITTER * random()))
-
-
-def default_jitter_allowance(per_seconds: float) -> float:
-    """How much longer than ``per_seconds`` the admission window is: 5 % of it, 50..250 ms."""
-    return min(0.25, max(0.05, 0.05 * per_seconds))
-
-
-def check_jitter_allowance(value: float | None) -> float | None:
-    """``value`` if it is None or a finite number of seconds of at least 0, else ValueError."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-        math.isfinite(value) and value >= 0
-    ):
-        raise ValueError("jitter_allowance: must be a finite number of seconds, at least 0")
-    return float(value)
+__all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -79,6 +36,19 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 def _resolve(ticket: asyncio.Future[None]) -> None:
     if not ticket.done():
         ticket.set_result(None)
+
+
+def _wake(future: asyncio.Future[None] | None) -> None:
+    """Resolve ``future`` from any thread."""
+    if future is None or future.done():
+        return
+    loop = future.get_loop()
+    if loop is _running_loop():
+        future.set_result(None)
+        return
+    # A closed loop has no one waiting on it any more.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(_resolve, future)
 
 
 class FifoTurns:
@@ -165,130 +135,209 @@ class FifoTurns:
 
 
 class _Budget:
-    """One budget: its last ``max_requests`` admission times, its pause, its queue of waiters."""
+    """One budget: the log of latest arrival moments (sorted), its refusals, its waiters."""
 
-    __slots__ = ("admitted", "limit", "paused_until", "streak", "turns", "window")
+    __slots__ = ("in_flight", "lock", "log", "per_max", "refusals", "turns", "wake")
 
-    def __init__(self, limit: RateLimit, window: float) -> None:
-        self.limit = limit
-        self.window = window
-        # Only the last N admissions matter: one more may go when the oldest of them has left
-        # the window, so the log never holds more than N times.
-        self.admitted: deque[float] = deque(maxlen=limit.max_requests)
+    def __init__(self, scope: str) -> None:
+        # Deadlines of requests in flight and answer times of answered ones, in order.
+        self.log: list[float] = []
+        self.in_flight = 0
+        self.per_max = 0.0
         self.turns = FifoTurns()
-        self.paused_until = -math.inf
-        self.streak = 0
+        self.lock = self.turns.lock
+        self.refusals = RefusalState(scope)
+        # Set by a head waiting on requests in flight: an answer may let it go sooner.
+        self.wake: asyncio.Future[None] | None = None
 
-    def delay(self, now: float) -> float:
-        """Seconds until one more request may be admitted (zero or less: now)."""
-        wait = self.paused_until - now
-        admitted = self.admitted
-        if len(admitted) == admitted.maxlen:
-            # Fewer than N admissions in (now - window, now] once the oldest has left it.
-            wait = max(wait, admitted[0] + self.window - now)
+    def delay(self, now: float, limit: RateLimit) -> float:
+        """Seconds until one more request may be admitted (zero or less: now). Lock held."""
+        per = limit.per_seconds
+        if per > self.per_max:
+            self.per_max = per
+        log = self.log
+        if log and log[0] <= now - self.per_max:
+            del log[: bisect.bisect_right(log, now - self.per_max)]
+        refusals = self.refusals
+        wait = refusals.paused_until - now
+        cap = refusals.cap(limit, now) if refusals.learned is not None else limit.max_requests
+        size = len(log)
+        if size >= cap and log[size - cap] > now - per:
+            # The cap-th latest moment must leave the window first.
+            wait = max(wait, log[size - cap] + per - now)
         return wait
+
+    def admit(
+        self, key_id: str, scope: str, limit: RateLimit, now: float, timeout: float
+    ) -> Admission:
+        deadline = now + timeout
+        log = self.log
+        if not log or log[-1] <= deadline:
+            log.append(deadline)
+        else:
+            bisect.insort(log, deadline)
+        self.in_flight += 1
+        return Admission(key_id, scope, limit, now, deadline, self)
+
+    def idle(self, now: float) -> bool:
+        return (
+            not self.in_flight
+            and not self.turns
+            and (not self.log or self.log[-1] <= now - self.per_max)
+            and self.refusals.idle(now)
+        )
 
 
 class InProcessLimiter:
     """Keeps every budget of the process in memory (see :class:`txc_async.Limiter`).
 
-    Each budget admits a request at time t only when fewer than ``max_requests`` admissions lie in
-    ``(t - per_seconds - jitter_allowance, t]``; ``jitter_allowance`` defaults to 5 % of the
-    window, at least 50 ms and at most 250 ms, and is how unevenly the network may delay requests
-    before the server could count more than the limit in a window.
-
-    Waiters are admitted first-in-first-out; only the head of a queue sleeps on the clock. A
-    waiter cancelled (or timed out) before admission consumes no budget and lets the next one go.
-    With budget to spare and no one waiting, :meth:`acquire` returns without suspending. One
-    limiter may serve every event loop of the process, in any thread. ``clock``, ``sleep`` and
-    ``random`` (jitter of the backoff, in [0, 1)) can be replaced, e.g. by a fake clock in tests.
+    Exact whatever the network delays: a request counts in its budget's window from its
+    admission until one window after its answer (or after its deadline when no answer came).
+    Waiters are admitted first-in-first-out; only the head of a queue sleeps, and an answer
+    wakes it. A waiter cancelled (or timed out) before admission consumes no budget. With budget
+    to spare and no one waiting, :meth:`try_acquire` admits without suspending. After a
+    rate-limit refusal the budget pauses (see :mod:`txc_async._backoff`); when the server
+    refuses below the configured limit, the budget keeps to what it accepted. Budgets idle for
+    longer than their window are dropped. One limiter may serve every event loop of the process,
+    in any thread. ``clock``, ``sleep`` and ``random`` (jitter of the backoff, in [0, 1)) can be
+    replaced, e.g. by a fake clock in tests.
     """
 
     def __init__(
         self,
         *,
-        jitter_allowance: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] | None = None,
     ) -> None:
-        self._allowance = check_jitter_allowance(jitter_allowance)
         self._clock = clock
         self._sleep = sleep
         self._random = random if random is not None else _random.random
         self._budgets: dict[tuple[str, str], _Budget] = {}
+        self._lock = threading.Lock()
+        self._sweep_at = 1024
 
     def __repr__(self) -> str:
         return f"InProcessLimiter(budgets={len(self._budgets)})"
 
-    def window(self, limit: RateLimit) -> float:
-        """The span, in seconds, in which at most ``limit.max_requests`` requests are admitted."""
-        allowance = self._allowance
-        if allowance is None:
-            allowance = default_jitter_allowance(limit.per_seconds)
-        return limit.per_seconds + allowance
-
-    def _budget(self, key_id: str, scope: str, limit: RateLimit) -> _Budget:
+    def _budget(self, key_id: str, scope: str) -> _Budget:
         key = (key_id, scope)
         budget = self._budgets.get(key)
         if budget is None:
-            # setdefault is atomic: two threads creating a budget at once end up sharing one.
-            budget = self._budgets.setdefault(key, _Budget(limit, self.window(limit)))
-        if budget.limit is not limit:
-            with budget.turns.lock:
-                if budget.limit != limit:
-                    # Another limit for the same budget: the budget stays one object (a waiter
-                    # may hold it) and keeps its recent admissions, counted under the new limit.
-                    budget.admitted = deque(budget.admitted, maxlen=limit.max_requests)
-                    budget.window = self.window(limit)
-                budget.limit = limit
+            with self._lock:
+                budget = self._budgets.get(key)
+                if budget is None:
+                    if len(self._budgets) >= self._sweep_at:
+                        self._sweep()
+                    budget = self._budgets[key] = _Budget(scope)
         return budget
 
-    async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> None:
-        """Wait for the budget (first come, first served), then count the request as sent.
+    def _sweep(self) -> None:
+        """Drop budgets nothing depends on any more (called with the limiter's lock held)."""
+        now = self._clock()
+        for key, budget in list(self._budgets.items()):
+            with budget.lock:
+                if budget.idle(now):
+                    del self._budgets[key]
+        # Amortised: the next sweep comes once as many budgets again have been made.
+        self._sweep_at = max(1024, 2 * len(self._budgets))
 
-        Returns None: the client draws nonces from its own per-key source.
+    def try_acquire(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+    ) -> Admission | None:
+        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
+        with budget.lock:
+            if budget.turns:
+                return None
+            now = self._clock()
+            if budget.delay(now, limit) > 0:
+                return None
+            admission = budget.admit(key_id, scope, limit, now, timeout)
+        if self._clock is not time.monotonic:
+            admission.local_deadline = time.monotonic() + timeout
+        return admission
+
+    async def acquire(
+        self,
+        key_id: str,
+        scope: str,
+        limit: RateLimit,
+        timeout: float,
+        nonce_clock: Callable[[], int] | None = None,
+    ) -> Admission:
+        """Wait for the budget (first come, first served), then count the request in flight.
+
+        The admission carries no nonce: the client draws it from the process's own source.
         """
-        budget = self._budgets.get((key_id, scope))
-        if budget is None or budget.limit is not limit:
-            budget = self._budget(key_id, scope, limit)
+        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         turns = budget.turns
-        with turns.lock:
-            # The fast path: no one is waiting and the window has room. No future, no task.
-            if not turns:
-                now = self._clock()
-                if budget.delay(now) <= 0:
-                    budget.admitted.append(now)
-                    return None
         ticket = await turns.enter()
         try:
             while True:
-                with turns.lock:
+                with budget.lock:
                     now = self._clock()
-                    wait = budget.delay(now)
+                    wait = budget.delay(now, limit)
                     if wait <= 0:
-                        budget.admitted.append(now)
-                        return None
-                # Woken early (a pause set meanwhile, a coarse clock), it simply looks again.
-                await self._sleep(wait)
+                        admission = budget.admit(key_id, scope, limit, now, timeout)
+                        if self._clock is not time.monotonic:
+                            admission.local_deadline = time.monotonic() + timeout
+                        return admission
+                    woken: asyncio.Future[None] | None = None
+                    if budget.in_flight:
+                        woken = budget.wake = asyncio.get_running_loop().create_future()
+                if woken is None:
+                    # Woken early (a pause set meanwhile, a coarse clock), it simply looks again.
+                    await self._sleep(wait)
+                else:
+                    await self._sleep_unless_woken(wait, woken)
+                    with budget.lock:
+                        if budget.wake is woken:
+                            budget.wake = None
         finally:
             turns.leave(ticket)
 
-    async def rate_limited(
-        self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
+    async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
+        sleeper = asyncio.ensure_future(self._sleep(wait))
+        try:
+            await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+
+    def settle(
+        self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        budget = self._budget(key_id, scope, limit)
-        with budget.turns.lock:
-            pause = backoff_pause(budget.streak, retry_after, self._random)
-            budget.streak += 1
-            # A longer pause already under way stays.
-            budget.paused_until = max(budget.paused_until, self._clock() + pause)
+        budget = admission.token
+        assert isinstance(budget, _Budget)
+        pause = 0.0
+        with budget.lock:
+            budget.in_flight -= 1
+            if outcome is not Outcome.NO_ANSWER:
+                # No answer: the deadline stays, since the request may still arrive until then.
+                now = self._clock()
+                log = budget.log
+                deadline = admission.deadline
+                at = bisect.bisect_left(log, deadline)
+                if at < len(log) and log[at] == deadline:
+                    del log[at]
+                    if outcome is not Outcome.NOT_SENT:
+                        # It arrived before its answer: that moment is the latest it counts from.
+                        bisect.insort(log, now)
+                if outcome is Outcome.ANSWERED:
+                    budget.refusals.on_accepted(admission.admitted, now, admission.limit)
+                elif outcome is Outcome.RATE_LIMITED:
+                    pause = budget.refusals.on_refused(
+                        admission.admitted, now, admission.limit, retry_after, self._random
+                    )
+            wake, budget.wake = budget.wake, None
+        _wake(wake)
         return pause
 
-    def succeeded(self, key_id: str, scope: str) -> None:
+    def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
         budget = self._budgets.get((key_id, scope))
-        if budget is not None:
-            budget.streak = 0
+        if budget is None:
+            return limit
+        with budget.lock:
+            return budget.refusals.effective(limit, self._clock())
 
     async def aclose(self) -> None:
         """Nothing to release. The budgets stay: requests admitted just before still count."""

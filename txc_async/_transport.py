@@ -50,23 +50,22 @@ class AiohttpTransport:
         session: aiohttp.ClientSession | None = None,
         *,
         verify_tls: bool = True,
+        max_connections: int = 100,
     ) -> None:
         self._session = session
+        self._max_connections = max_connections
         self._owns_session = session is None
         self._verify_tls = verify_tls
         self._closed = False
-        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
             raise TransportError("the client is closed", may_have_reached_server=False)
         session = self._session
         if session is None:
-            # The client admits requests through its own slots before the rate limiter, so the
-            # connector must never queue a request that the limiter already counted as sent.
-            connector = aiohttp.TCPConnector(
-                limit=0, ssl=self._verify_tls
-            )
+            # A request admitted by its budget may wait here for a connection; the timeout
+            # covers that wait, so it still arrives before the deadline its budget counts.
+            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._verify_tls)
             session = aiohttp.ClientSession(connector=connector)
             self._session = session
         elif session.closed:
@@ -83,9 +82,7 @@ class AiohttpTransport:
         timeout: float,
     ) -> RawResponse:
         session = self._get_session()
-        client_timeout = self._timeouts.get(timeout)
-        if client_timeout is None:
-            client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
+        client_timeout = aiohttp.ClientTimeout(total=timeout)
         try:
             async with session.request(
                 method, url, headers=headers, data=body, timeout=client_timeout,

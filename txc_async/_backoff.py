@@ -1,0 +1,180 @@
+"""What a budget learns from the server's refusals: the pause, the backoff streak, a learned limit.
+
+One rule serves every limiter backend. A burst of concurrent refusals is one event: only a refusal
+of a request admitted after the last pause began starts a new one. The pause is the server's
+Retry-After (seconds or an HTTP date) when it gave one, else 1 s doubling per event, with jitter;
+every pause lies between :data:`MIN_PAUSE` and :data:`MAX_PAUSE`. When the server refuses below
+the configured limit, and a second refusal confirms it (in the same burst, or right after the
+pause), the budget keeps to what the server accepted in the window before the refusal. A lone
+refusal (another client on the same address, a passing fault) only pauses.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Callable
+
+from ._ratelimit import RateLimit
+
+__all__ = [
+    "BACKOFF_START",
+    "LEARNED_LIMIT_SECONDS",
+    "MAX_PAUSE",
+    "MIN_PAUSE",
+    "RefusalState",
+    "backoff_pause",
+]
+
+logger = logging.getLogger("txc_async")
+
+#: The shortest pause after a rate-limit refusal (also when Retry-After says 0), in seconds.
+MIN_PAUSE = 1.0
+#: The longest pause: the cap of the doubling and of any Retry-After, in seconds.
+MAX_PAUSE = 30.0
+#: The first pause of the doubling when the server gives no Retry-After.
+BACKOFF_START = 1.0
+#: A doubling pause is stretched by up to this fraction, so processes refused together do not
+#: all come back at the same instant.
+BACKOFF_JITTER = 0.25
+#: How long a learned limit holds after the last refusal that confirmed it, in seconds.
+LEARNED_LIMIT_SECONDS = 3600.0
+
+
+def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], float]) -> float:
+    """The pause after a rate-limit event, in seconds.
+
+    ``retry_after`` (seconds, already converted from an HTTP date) when the server gave one,
+    else 1 s doubling with each event in a row (``streak`` events before this one), stretched
+    by 0 to 25 % of jitter; always between :data:`MIN_PAUSE` and :data:`MAX_PAUSE`.
+    """
+    if retry_after is not None and not math.isnan(retry_after):
+        return min(MAX_PAUSE, max(MIN_PAUSE, retry_after))
+    # The exponent is bounded so a very long streak cannot overflow a float.
+    base = BACKOFF_START * 2.0 ** min(max(streak, 0), 16)
+    return min(MAX_PAUSE, max(MIN_PAUSE, base * (1.0 + BACKOFF_JITTER * random())))
+
+
+class RefusalState:
+    """One budget's pause, backoff streak and learned limit, on one clock (seconds)."""
+
+    __slots__ = (
+        "accepted",
+        "label",
+        "learned",
+        "learned_until",
+        "paused_at",
+        "paused_until",
+        "refused_in_event",
+        "streak",
+    )
+
+    def __init__(self, label: str) -> None:
+        #: Names the budget in log records (the scope; never the key).
+        self.label = label
+        self.streak = 0
+        self.refused_in_event = 0
+        self.paused_at = -math.inf
+        self.paused_until = -math.inf
+        self.learned: int | None = None
+        self.learned_until = -math.inf
+        # Answer times of accepted requests; only the last ``max_requests`` can matter.
+        self.accepted: deque[float] = deque(maxlen=1)
+
+    def cap(self, limit: RateLimit, now: float) -> int:
+        """How many requests the budget admits per window: the limit, or the learned one."""
+        learned = self.learned
+        if learned is None:
+            return limit.max_requests
+        if now >= self.learned_until:
+            self.learned = None
+            logger.info(
+                "scope %r: the learned limit has expired; back to %d per %g s",
+                self.label, limit.max_requests, limit.per_seconds,
+            )
+            return limit.max_requests
+        return min(learned, limit.max_requests)
+
+    def effective(self, limit: RateLimit, now: float) -> RateLimit:
+        cap = self.cap(limit, now)
+        return limit if cap == limit.max_requests else RateLimit(cap, limit.per_seconds)
+
+    def _accepted_in_window(self, limit: RateLimit, now: float) -> int:
+        accepted = self.accepted
+        if accepted.maxlen != limit.max_requests:
+            self.accepted = accepted = deque(accepted, maxlen=limit.max_requests)
+        cut = now - limit.per_seconds
+        while accepted and accepted[0] <= cut:
+            accepted.popleft()
+        return len(accepted)
+
+    def on_accepted(self, admitted: float, now: float, limit: RateLimit) -> None:
+        """The server accepted a request admitted at ``admitted``; its answer came at ``now``."""
+        if admitted >= self.paused_at:
+            # A request sent after the last event went through: the streak ends.
+            self.streak = 0
+        accepted = self.accepted
+        if accepted.maxlen != limit.max_requests:
+            self.accepted = accepted = deque(accepted, maxlen=limit.max_requests)
+        accepted.append(now)
+        learned = self.learned
+        if learned is not None and len(accepted) > learned:
+            # The server took more than the learned limit in a window: it allows at least that.
+            seen = self._accepted_in_window(limit, now)
+            if seen > learned:
+                self.learned = min(seen, limit.max_requests)
+
+    def on_refused(
+        self,
+        admitted: float,
+        now: float,
+        limit: RateLimit,
+        retry_after: float | None,
+        random: Callable[[], float],
+    ) -> float:
+        """The server refused a request admitted at ``admitted`` for its rate limit; returns the
+        pause (seconds from ``now``) the budget keeps."""
+        accepted = self._accepted_in_window(limit, now)
+        if admitted < self.paused_at:
+            # Sent before the event that is already under way was known: the same burst. A
+            # second refusal confirms that the server's limit, not a passing event, refused.
+            self.refused_in_event += 1
+            self._learn(accepted, limit, now, new_event=self.refused_in_event == 2)
+            return max(0.0, self.paused_until - now)
+        pause = backoff_pause(self.streak, retry_after, random)
+        self.streak += 1
+        self.paused_at = now
+        self.paused_until = now + pause
+        self.refused_in_event = 1
+        if self.streak > 1:
+            # Refused again right after a pause: confirmed too.
+            self._learn(accepted, limit, now, new_event=True)
+        logger.warning(
+            "scope %r: rate limit refusal; paused %.2f s (event %d in a row)",
+            self.label, pause, self.streak,
+        )
+        return pause
+
+    def _learn(self, accepted: int, limit: RateLimit, now: float, *, new_event: bool) -> None:
+        # Nothing accepted in the window says nothing about the server's limit (another client
+        # on the same address, say): the pause alone answers it.
+        if accepted <= 0 or accepted >= limit.max_requests:
+            return
+        previous = self.learned
+        # Later refusals of one burst refine what the first one learned, only upwards: answers
+        # of accepted requests may come back after the first refusal.
+        learned = accepted if new_event or previous is None else max(accepted, previous)
+        self.learned = learned
+        self.learned_until = now + LEARNED_LIMIT_SECONDS
+        if previous is None or (new_event and learned != previous):
+            logger.warning(
+                "scope %r: the server refuses below the configured %d per %g s; keeping to "
+                "%d per %g s (what it accepted) for the next %d s",
+                self.label, limit.max_requests, limit.per_seconds, learned,
+                limit.per_seconds, LEARNED_LIMIT_SECONDS,
+            )
+
+    def idle(self, now: float) -> bool:
+        """Nothing here is worth keeping at ``now``: no pause, no learned limit."""
+        return now >= self.paused_until and (self.learned is None or now >= self.learned_until)

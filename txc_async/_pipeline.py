@@ -1,0 +1,354 @@
+"""The request pipeline: one loop runs every operation.
+
+budget (limiter) -> signer -> transport -> answer classifier and decoder, with the retry decisions
+and one record of every HTTP exchange (a DEBUG log line and the ``on_request`` hook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import aiohttp
+from yarl import URL
+
+from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
+from ._errors import ApiError, RequestTimeout, TransportError, TxcError
+from ._operations import OPERATIONS, Auth, Operation
+from ._ratelimit import Limiter, Outcome, RateLimit
+from ._retry import RetryPolicy
+from ._signing import Signer
+from ._stats import ClientStats
+from ._transport import Transport
+from ._version import __version__
+
+__all__ = ["Pipeline", "RequestRecord", "default_user_agent"]
+
+logger = logging.getLogger("txc_async")
+
+R = TypeVar("R")
+
+_monotonic = time.monotonic
+
+
+def default_user_agent() -> str:
+    """``txc_async/<version> (Python <x.y>; aiohttp <x.y>)``."""
+    python = ".".join(platform.python_version_tuple()[:2])
+    aiohttp_version = ".".join(aiohttp.__version__.split(".")[:2])
+    return f"txc_async/{__version__} (Python {python}; aiohttp {aiohttp_version})"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One HTTP exchange of a call, as given to ``Client(on_request=...)`` after it ends.
+
+    - ``operation``: the method name (``"main_balance"``); ``scope``: its rate-limit budget.
+    - ``attempt``: 1 for the first exchange of a call, 2 for its first retry, ...
+    - ``status``: the HTTP status, or None when no answer came.
+    - ``error``: None for a success, else what went wrong: ``"rate_limited"``,
+      ``"nonce_refused"``, ``"api_error"``, ``"server_error"``, ``"bad_answer"``, ``"timeout"``,
+      ``"connection"``.
+    - ``budget_wait``: seconds the call waited for its scope's budget before this exchange;
+      ``elapsed``: seconds of the exchange itself; ``sent_bytes``, ``received_bytes``: body sizes.
+    - ``retried``: another attempt follows; ``final``: this exchange ended the call.
+    """
+
+    operation: str
+    scope: str
+    attempt: int
+    status: int | None
+    error: str | None
+    budget_wait: float
+    elapsed: float
+    sent_bytes: int
+    received_bytes: int
+    retried: bool
+
+    @property
+    def final(self) -> bool:
+        return not self.retried
+
+
+def _error_kind(exc: BaseException) -> str:
+    if isinstance(exc, RateLimited):
+        return "rate_limited"
+    if isinstance(exc, NonceRefused):
+        return "nonce_refused"
+    if isinstance(exc, ApiError):
+        return "api_error"
+    if isinstance(exc, RequestTimeout):
+        return "timeout"
+    if isinstance(exc, TransportError):
+        if exc.status is None:
+            return "connection"
+        return "server_error" if exc.status >= 500 else "bad_answer"
+    return "error"
+
+
+class Pipeline:
+    """What every client derived from one :class:`txc_async.Client` shares: the HTTP session,
+    the signer (so the nonce source), the limiter and its budgets, the counters, the hooks."""
+
+    def __init__(
+        self,
+        *,
+        base_url: URL,
+        signer: Signer | None,
+        limiter: Limiter,
+        key_id: str,
+        rate_limits: dict[str, RateLimit],
+        transport: Transport,
+        user_agent: str | None,
+        on_request: Callable[[RequestRecord], object] | None,
+    ) -> None:
+        self.base_url = base_url
+        self.urls = {
+            op.name: base_url.with_path(base_url.path.rstrip("/") + op.path) for op in OPERATIONS
+        }
+        self.signer = signer
+        self.limiter = limiter
+        self.key_id = key_id
+        self.rate_limits = rate_limits
+        self.transport = transport
+        agent = default_user_agent()
+        self.user_agent = f"{user_agent} {agent}" if user_agent else agent
+        self._plain_headers = {"User-Agent": self.user_agent}
+        self._form_headers = {
+            "User-Agent": self.user_agent,
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+        self.on_request = on_request
+        self.stats = ClientStats()
+        self.closed = False
+        # Calls under way, so that close() can end them at once instead of leaving them waiting.
+        self.calls: set[asyncio.Task[Any]] = set()
+        self.ended_by_close: set[asyncio.Task[Any]] = set()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        for task in list(self.calls):
+            if not task.done():
+                self.ended_by_close.add(task)
+                task.cancel()
+        await self.transport.aclose()
+
+    def _record(
+        self,
+        op: Operation[Any],
+        attempt: int,
+        status: int | None,
+        error: str | None,
+        waited: float,
+        elapsed: float,
+        sent: int,
+        received: int,
+        retried: bool,
+    ) -> None:
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s [%s] attempt %d: %s in %.1f ms, sent %d B, received %d B, "
+                "budget wait %.1f ms%s",
+                op.name, op.scope, attempt,
+                f"HTTP {status}" if status is not None else "no answer",
+                elapsed * 1000, sent, received, waited * 1000,
+                f", {error}" + ("; retrying" if retried else "") if error else "",
+            )
+        hook = self.on_request
+        if hook is not None:
+            record = RequestRecord(
+                op.name, op.scope, attempt, status, error, waited, elapsed, sent, received,
+                retried,
+            )
+            try:
+                hook(record)
+            except Exception:
+                # A metrics hook must never break the call it observes.
+                logger.exception("on_request hook failed (ignored)")
+
+    async def call(
+        self,
+        op: Operation[R],
+        params: Mapping[str, Any],
+        timeout: float,
+        retry: RetryPolicy,
+    ) -> R:
+        """Run ``op`` to its result or its error, retrying as ``retry`` allows."""
+        if self.closed:
+            raise TransportError("the client is closed", may_have_reached_server=False)
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - a coroutine always runs in a task under asyncio
+            raise RuntimeError("txc_async calls must run in an asyncio task")
+        calls = self.calls
+        calls.add(task)
+        try:
+            return await self._attempts(op, params, timeout, retry)
+        except asyncio.CancelledError:
+            if task in self.ended_by_close:
+                self.ended_by_close.discard(task)
+                task.uncancel()
+                raise TransportError(
+                    f"{op.name}: the client was closed while the call was under way"
+                ) from None
+            raise
+        finally:
+            calls.discard(task)
+
+    async def _attempts(
+        self,
+        op: Operation[R],
+        params: Mapping[str, Any],
+        timeout: float,
+        retry: RetryPolicy,
+    ) -> R:
+        signer = self.signer
+        if op.auth is Auth.SIGNED and signer is None:
+            from ._errors import InvalidParameterError
+
+            raise InvalidParameterError(
+                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
+            )
+        limiter = self.limiter
+        key_id = self.key_id
+        scope = op.scope
+        limit = self.rate_limits[scope]
+        url = self.urls[op.name]
+        stats = self.stats
+        attempt = failures = rate_limited = nonce_refused = 0
+        while True:
+            attempt += 1
+            waited = 0.0
+            admission = limiter.try_acquire(key_id, scope, limit, timeout)
+            if admission is None:
+                began = _monotonic()
+                admission = await limiter.acquire(key_id, scope, limit, timeout)
+                waited = _monotonic() - began
+            if self.closed:
+                limiter.settle(admission, Outcome.NOT_SENT)
+                raise TransportError("the client is closed", may_have_reached_server=False)
+            nonce = admission.nonce
+            if nonce is None and signer is not None and op.auth is Auth.SIGNED:
+                # Drawn after the budget admits the request, so it is fresh when it leaves.
+                nonces = signer.nonces
+                nonce = nonces.try_next()
+                if nonce is None:
+                    try:
+                        nonce = await nonces.next()
+                    except BaseException:
+                        limiter.settle(admission, Outcome.NOT_SENT)
+                        raise
+            request_url, headers, body = self._request(op, params, url, nonce)
+            stats.requests += 1
+            stats.by_scope[scope] += 1
+            sent = _monotonic()
+            # The request must not arrive after the deadline its budget counts it until.
+            remaining = admission.local_deadline - sent
+            try:
+                raw = await self.transport.send(
+                    op.method, request_url, headers=headers, body=body,
+                    timeout=remaining if remaining > 0.001 else 0.001,
+                )
+            except TransportError as exc:
+                elapsed = _monotonic() - sent
+                limiter.settle(
+                    admission,
+                    Outcome.NO_ANSWER if exc.may_have_reached_server else Outcome.NOT_SENT,
+                )
+                again = (
+                    not self.closed
+                    and failures < retry.max_retries
+                    and (op.retry_safe or not exc.may_have_reached_server)
+                )
+                self._record(
+                    op, attempt, exc.status, _error_kind(exc), waited, elapsed,
+                    len(body or b""), 0, again,
+                )
+                if not again:
+                    raise
+                delay = retry.backoff(failures)
+                failures += 1
+                stats.retries += 1
+                await asyncio.sleep(delay)
+                continue
+            except BaseException:
+                # Cancelled in flight: it may still arrive until its deadline.
+                limiter.settle(admission, Outcome.NO_ANSWER)
+                raise
+            elapsed = _monotonic() - sent
+            try:
+                result = decode_answer(raw, op.decode)
+            except RateLimited as signal:
+                again = rate_limited < retry.max_rate_limit_retries
+                pause = limiter.settle(admission, Outcome.RATE_LIMITED, signal.error.retry_after)
+                self._record(
+                    op, attempt, raw.status, "rate_limited", waited, elapsed,
+                    len(body or b""), len(raw.body), again,
+                )
+                if not again:
+                    raise signal.error from None
+                rate_limited += 1
+                stats.rate_limit_refusals += 1
+                logger.debug("%s: scope %r pauses %.2f s", op.name, scope, pause)
+                # The budget holds the pause: the next attempt waits for it in acquire.
+                continue
+            except NonceRefused as signal:
+                limiter.settle(admission, Outcome.ANSWERED)
+                again = nonce_refused < retry.max_nonce_retries
+                self._record(
+                    op, attempt, raw.status, "nonce_refused", waited, elapsed,
+                    len(body or b""), len(raw.body), again,
+                )
+                if not again:
+                    raise signal.error from None
+                nonce_refused += 1
+                stats.nonce_refusals += 1
+                continue
+            except TransportError as exc:
+                limiter.settle(admission, Outcome.ANSWERED)
+                # The server answered, so the request reached it: only reads go again.
+                again = op.retry_safe and failures < retry.max_retries
+                self._record(
+                    op, attempt, raw.status, _error_kind(exc), waited, elapsed,
+                    len(body or b""), len(raw.body), again,
+                )
+                if not again:
+                    raise
+                delay = retry.backoff(failures, parse_retry_after(raw.headers))
+                failures += 1
+                stats.retries += 1
+                await asyncio.sleep(delay)
+                continue
+            except TxcError as exc:
+                limiter.settle(admission, Outcome.ANSWERED)
+                self._record(
+                    op, attempt, raw.status, _error_kind(exc), waited, elapsed,
+                    len(body or b""), len(raw.body), False,
+                )
+                raise
+            limiter.settle(admission, Outcome.ANSWERED)
+            self._record(
+                op, attempt, raw.status, None, waited, elapsed, len(body or b""),
+                len(raw.body), False,
+            )
+            return result
+
+    def _request(
+        self, op: Operation[Any], params: Mapping[str, Any], url: URL, nonce: int | None
+    ) -> tuple[URL, Mapping[str, str], bytes | None]:
+        """The URL, headers and body of one attempt (signed afresh every time)."""
+        if op.auth is Auth.SIGNED:
+            signer = self.signer
+            assert signer is not None and nonce is not None
+            body, headers = signer.sign(op.path, params, nonce)
+            headers["User-Agent"] = self.user_agent
+            return url, headers, body
+        if op.auth is Auth.FORM:
+            return url, self._form_headers, urllib.parse.urlencode(params).encode()
+        if params:
+            url = url.with_query({k: str(v) for k, v in params.items()})
+        return url, self._plain_headers, None
