@@ -12,9 +12,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-## make test: the test suite (unit tests, sandbox integration tests, Redis tests)
+## make test: the test suite (unit tests, sandbox integration tests, Redis tests), run once on
+## asyncio's own event loop and once on uvloop
 test: $(STAMP)
 	$(PY) -m pytest -q
+	TXC_TEST_LOOP=uvloop $(PY) -m pytest -q
 
 ## make demo: backfill a year of mining rewards from the embedded sandbox and print a summary
 demo: $(STAMP)

@@ -23,6 +23,7 @@ from ._models import (
     FixedPlan,
     Hashrate,
     HashratePoint,
+    IntervalLiteral,
     Investment,
     InvestmentsPage,
     InvestmentStatus,
@@ -33,8 +34,10 @@ from ._models import (
     OtoOrder,
     PlanStatus,
     PositionSide,
+    PositionSideLiteral,
     RewardsPage,
     Side,
+    SideLiteral,
 )
 from ._ratelimit import DEFAULT_RATE_LIMITS, Limiter, RateLimit
 from ._redis_limiter import RedisLimiter
@@ -57,6 +60,7 @@ __all__ = [
     "Hashrate",
     "HashratePoint",
     "InProcessLimiter",
+    "IntervalLiteral",
     "InvalidParameterError",
     "Investment",
     "InvestmentStatus",
@@ -69,6 +73,7 @@ __all__ = [
     "OtoOrder",
     "PlanStatus",
     "PositionSide",
+    "PositionSideLiteral",
     "RateLimit",
     "RateLimitError",
     "RedisLimiter",
@@ -76,6 +81,7 @@ __all__ = [
     "RetryPolicy",
     "RewardsPage",
     "Side",
+    "SideLiteral",
     "TransportError",
     "TxcError",
     "ValidationError",

@@ -226,9 +226,8 @@ class Sandbox:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()
-        server = site._server
-        assert server is not None and isinstance(server, asyncio.base_events.Server)
-        self.port = server.sockets[0].getsockname()[1]
+        # The runner reports the bound address whatever the event loop (asyncio's or uvloop's).
+        self.port = int(self._runner.addresses[0][1])
         self.url = f"http://{self.host}:{self.port}"
 
     async def close(self) -> None:
