@@ -257,6 +257,9 @@ class RedisLimiter:
     async def rate_limited(
         self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
     ) -> float:
+        """Pause the budget for every process sharing it after a rate-limit refusal, and return
+        the pause in seconds (``retry_after`` when the server gave one, else 1 s doubling with
+        each refusal in a row up to 30 s, with jitter)."""
         key = self.budget_key(key_id, scope)
         streak = self._streaks.get(key, 0)
         pause = backoff_pause(streak, retry_after, self._random)
@@ -265,6 +268,8 @@ class RedisLimiter:
         return pause
 
     def succeeded(self, key_id: str, scope: str) -> None:
+        """Record an answer that was not a rate-limit refusal: this process's next pause for the
+        budget starts again from 1 s."""
         self._streaks.pop(self.budget_key(key_id, scope), None)
 
     async def aclose(self) -> None:

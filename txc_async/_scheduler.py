@@ -277,6 +277,11 @@ class InProcessLimiter:
     async def rate_limited(
         self, key_id: str, scope: str, limit: RateLimit, retry_after: float | None
     ) -> float:
+        """Pause the whole budget after a rate-limit refusal and return the pause in seconds.
+
+        The pause is ``retry_after`` when the server gave one (at most 300 s), else 1 s doubling
+        with each refusal in a row up to 30 s, with jitter; a longer pause under way stays.
+        """
         budget = self._budget(key_id, scope, limit)
         with budget.turns.lock:
             pause = backoff_pause(budget.streak, retry_after, self._random)
@@ -286,6 +291,8 @@ class InProcessLimiter:
         return pause
 
     def succeeded(self, key_id: str, scope: str) -> None:
+        """Record an answer that was not a rate-limit refusal: the next refusal's pause starts
+        again from 1 s."""
         budget = self._budgets.get((key_id, scope))
         if budget is not None:
             budget.streak = 0
