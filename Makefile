@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint bench soak clean
+.PHONY: test demo lint docs bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,9 +12,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-## make test: the test suite (unit tests, sandbox integration tests, Redis tests)
+## make test: the test suite (unit tests, sandbox integration tests, Redis tests), run once on
+## asyncio's own event loop and once on uvloop
 test: $(STAMP)
 	$(PY) -m pytest -q
+	TXC_TEST_LOOP=uvloop $(PY) -m pytest -q
 
 ## make demo: backfill a year of mining rewards from the embedded sandbox and print a summary
 demo: $(STAMP)
@@ -25,10 +27,16 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy --strict txc_async
 	$(VENV)/bin/ruff check .
 
+## make docs: the API reference, HTML built from the docstrings into docs/_build (offline)
+docs: $(STAMP)
+	rm -rf docs/_build
+	$(VENV)/bin/pdoc txc_async txc_async.sandbox txc_async.pytest_plugin txc_async.cli \
+		-o docs/_build --docformat restructuredtext
+
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache docs/_build

@@ -39,6 +39,24 @@ def _allow_aiohttp_3_14() -> None:
 
 _allow_aiohttp_3_14()
 
+
+def _choose_event_loop() -> None:
+    """``TXC_TEST_LOOP=uvloop`` runs the whole suite on uvloop: every loop the tests create,
+    pytest-asyncio's and ``asyncio.run``'s alike, comes from the policy set here."""
+    import asyncio
+    import os
+
+    choice = os.environ.get("TXC_TEST_LOOP", "asyncio")
+    if choice == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    elif choice != "asyncio":
+        raise pytest.UsageError(f"TXC_TEST_LOOP must be 'asyncio' or 'uvloop', not {choice!r}")
+
+
+_choose_event_loop()
+
 BASE = "https://api.example.test"
 KEY = "test-key"
 SECRET = "test-secret"

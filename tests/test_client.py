@@ -444,6 +444,28 @@ def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "env-secret-value" not in repr(c) and "env-key" not in repr(c)
 
 
+def test_from_env_keywords_win_and_reach_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TXC_API_KEY", "env-key")
+    monkeypatch.setenv("TXC_API_SECRET", "env-secret-value")
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    limits = {"mining_rewards": txc_async.RateLimit(5, 1)}
+    c = txc_async.Client.from_env(
+        base_url="http://localhost:8", rate_limits=limits, limiter=RecordingLimiter()
+    )
+    assert c.base_url == "http://localhost:8"
+    assert c.rate_limits["mining_rewards"] == txc_async.RateLimit(5, 1)
+    with pytest.raises(InvalidParameterError, match="timeout"):
+        txc_async.Client.from_env(timeout=0, limiter=RecordingLimiter())
+    with pytest.raises(InvalidParameterError, match="max_connections"):
+        txc_async.Client.from_env(max_connections=0, limiter=RecordingLimiter())
+    monkeypatch.delenv("TXC_BASE_URL")
+    monkeypatch.delenv("TXC_API_KEY")
+    monkeypatch.delenv("TXC_API_SECRET")
+    public = txc_async.Client.from_env(limiter=RecordingLimiter())
+    assert public.base_url == txc_async.DEFAULT_BASE_URL
+    assert "public only" in repr(public)
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -33,11 +32,13 @@ DAY = 86400
 
 QUICK_RETRY = RetryPolicy(backoff_base=0.01, backoff_cap=0.05, max_retry_after=0.05)
 
+# The plugin's txc_client, with quick retries for every test of this module.
+pytestmark = pytest.mark.txc_client(retry=QUICK_RETRY)
+
 
 @pytest.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    async with Sandbox() as box:
-        yield box
+def sandbox(txc_sandbox: Sandbox) -> Sandbox:
+    return txc_sandbox
 
 
 def client_for(box: Sandbox, **kwargs: Any) -> txc_async.Client:
@@ -49,9 +50,8 @@ def client_for(box: Sandbox, **kwargs: Any) -> txc_async.Client:
 
 
 @pytest.fixture
-async def client(sandbox: Sandbox) -> AsyncIterator[txc_async.Client]:
-    async with client_for(sandbox) as c:
-        yield c
+def client(txc_client: txc_async.Client) -> txc_async.Client:
+    return txc_client
 
 
 ORDER_ARGS: dict[str, Any] = {
@@ -250,15 +250,16 @@ async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sa
 # -- limits as the server sees them ------------------------------------------------------------
 
 
-async def test_a_burst_never_exceeds_the_limit_at_the_server() -> None:
-    limit = RateLimit(20, 1.0)
-    async with Sandbox(rate_limits={"main_balance": limit}) as box:
-        async with client_for(box, rate_limits={"main_balance": limit}) as c:
-            began = time.monotonic()
-            await asyncio.gather(*(c.main_balance() for _ in range(70)))
-            elapsed = time.monotonic() - began
-        assert box.stats.rate_limited == 0
-        assert box.stats.max_in_window("main_balance", 1.0) <= 20
+@pytest.mark.txc_sandbox(rate_limits={"main_balance": RateLimit(20, 1.0)})
+@pytest.mark.txc_client(rate_limits={"main_balance": RateLimit(20, 1.0)})
+async def test_a_burst_never_exceeds_the_limit_at_the_server(
+    txc_sandbox: Sandbox, txc_client: txc_async.Client
+) -> None:
+    began = time.monotonic()
+    await asyncio.gather(*(txc_client.main_balance() for _ in range(70)))
+    elapsed = time.monotonic() - began
+    assert txc_sandbox.stats.rate_limited == 0
+    assert txc_sandbox.stats.max_in_window("main_balance", 1.0) <= 20
     assert elapsed < 3 * 1.0 * 1.2 + 0.5
 
 
@@ -283,14 +284,15 @@ async def test_uneven_network_delays_never_push_a_window_over_the_limit(limit: R
     assert elapsed <= windows * (limit.per_seconds + 0.04 + 0.03) + 0.3
 
 
-async def test_waiting_for_budget_does_not_count_against_the_timeout() -> None:
-    limit = RateLimit(1, 1.0)
-    async with Sandbox(rate_limits={"main_balance": limit}) as box:
-        async with client_for(box, timeout=0.3, rate_limits={"main_balance": limit}) as c:
-            began = time.monotonic()
-            await asyncio.gather(c.main_balance(), c.main_balance())
-            assert time.monotonic() - began >= 1.0  # the second waited a window for budget
-        assert box.stats.rate_limited == 0
+@pytest.mark.txc_sandbox(rate_limits={"main_balance": RateLimit(1, 1.0)})
+@pytest.mark.txc_client(timeout=0.3, rate_limits={"main_balance": RateLimit(1, 1.0)})
+async def test_waiting_for_budget_does_not_count_against_the_timeout(
+    txc_sandbox: Sandbox, txc_client: txc_async.Client
+) -> None:
+    began = time.monotonic()
+    await asyncio.gather(txc_client.main_balance(), txc_client.main_balance())
+    assert time.monotonic() - began >= 1.0  # the second waited a window for budget
+    assert txc_sandbox.stats.rate_limited == 0
 
 
 async def test_a_rate_limit_refusal_pauses_the_whole_scope(sandbox: Sandbox) -> None:

@@ -6,8 +6,11 @@ that the server never sees exceeded, typed msgspec answers, and precise errors.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
+from . import _client, _models, _ratelimit
 from ._backfill import backfill_mining_rewards
-from ._client import DEFAULT_BASE_URL, EU_BASE_URL, Client
+from ._client import Client
 from ._errors import (
     ApiError,
     AuthenticationError,
@@ -37,12 +40,31 @@ from ._models import (
     Side,
 )
 from ._pipeline import RequestRecord
-from ._ratelimit import DEFAULT_RATE_LIMITS, Admission, Limiter, Outcome, RateLimit
+from ._ratelimit import Admission, Limiter, Outcome, RateLimit
 from ._redis_limiter import RedisLimiter
 from ._retry import RetryPolicy
 from ._scheduler import InProcessLimiter
 from ._stats import ClientStats
 from ._version import __version__
+
+# Names defined in private modules, documented where users find them.
+
+DEFAULT_BASE_URL = _client.DEFAULT_BASE_URL
+"""The public API's address, the default ``base_url`` of :class:`Client`."""
+EU_BASE_URL = _client.EU_BASE_URL
+"""The regional EU deployment of the API (the same paths)."""
+DEFAULT_RATE_LIMITS = _ratelimit.DEFAULT_RATE_LIMITS
+"""The limit of every scope, as the service documents it: what ``Client(rate_limits=...)``
+overrides."""
+SideLiteral: TypeAlias = _models.SideLiteral
+"""``side`` of an order as a plain string, ``"buy"`` or ``"sell"`` (the values of :class:`Side`):
+methods take either, and a type checker refuses any other string."""
+PositionSideLiteral: TypeAlias = _models.PositionSideLiteral
+"""``position_side`` of a collateral order as a plain string, ``"LONG"``, ``"SHORT"`` or
+``"BOTH"`` (the values of :class:`PositionSide`)."""
+IntervalLiteral: TypeAlias = _models.IntervalLiteral
+"""The step of a hashrate series (``Client.mining_hashrate(interval=...)``): ``"5m"``, ``"1h"``
+or ``"24h"``."""
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -58,6 +80,7 @@ __all__ = [
     "Hashrate",
     "HashratePoint",
     "InProcessLimiter",
+    "IntervalLiteral",
     "InvalidParameterError",
     "Investment",
     "InvestmentStatus",
@@ -71,6 +94,7 @@ __all__ = [
     "Outcome",
     "PlanStatus",
     "PositionSide",
+    "PositionSideLiteral",
     "RateLimit",
     "RateLimitError",
     "RedisLimiter",
@@ -79,6 +103,7 @@ __all__ = [
     "RetryPolicy",
     "RewardsPage",
     "Side",
+    "SideLiteral",
     "TransportError",
     "TxcError",
     "ValidationError",

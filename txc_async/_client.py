@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, get_args
 
 import aiohttp
 from yarl import URL
@@ -24,6 +24,7 @@ from ._errors import InvalidParameterError, TransportError, TxcError
 from ._models import (
     CollateralOrder,
     Hashrate,
+    IntervalLiteral,
     Investment,
     InvestmentsPage,
     InvestmentStatus,
@@ -31,8 +32,10 @@ from ._models import (
     MiningReward,
     OAuthToken,
     PositionSide,
+    PositionSideLiteral,
     RewardsPage,
     Side,
+    SideLiteral,
 )
 from ._operations import (
     BALANCE,
@@ -78,7 +81,9 @@ _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
 _CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
 _USER_AGENT = re.compile(r"[\x20-\x7e]{1,200}")
-_INTERVALS = ("5m", "1h", "24h")
+_SIDES = get_args(SideLiteral)
+_POSITION_SIDES = get_args(PositionSideLiteral)
+_INTERVALS = get_args(IntervalLiteral)
 _PAGE_LIMIT = 100
 _MAX_OFFSET = 10_000
 
@@ -207,14 +212,45 @@ class Client:
     # -- life cycle -------------------------------------------------------------------------
 
     @classmethod
-    def from_env(cls, **kwargs: Any) -> Client:
-        """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET`` and ``TXC_BASE_URL``."""
+    def from_env(
+        cls,
+        *,
+        api_key: str | None = None,
+        api_secret: str | None = None,
+        base_url: str | None = None,
+        rate_limits: Mapping[str, RateLimit] | None = None,
+        limiter: Limiter | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        user_agent: str | None = None,
+        on_request: Callable[[RequestRecord], object] | None = None,
+        session: aiohttp.ClientSession | None = None,
+        transport: Transport | None = None,
+        max_connections: int = 100,
+        verify_tls: bool = True,
+    ) -> Client:
+        """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET`` and ``TXC_BASE_URL``.
+
+        Takes every keyword of the constructor; ``api_key``, ``api_secret`` and ``base_url``
+        given here win over the environment. Without ``TXC_BASE_URL`` the base URL is
+        :data:`DEFAULT_BASE_URL`; without a key the client serves public operations only.
+        """
         env = os.environ
-        kwargs.setdefault("api_key", env.get("TXC_API_KEY") or None)
-        kwargs.setdefault("api_secret", env.get("TXC_API_SECRET") or None)
-        if env.get("TXC_BASE_URL"):
-            kwargs.setdefault("base_url", env["TXC_BASE_URL"])
-        return cls(**kwargs)
+        return cls(
+            api_key if api_key is not None else env.get("TXC_API_KEY") or None,
+            api_secret if api_secret is not None else env.get("TXC_API_SECRET") or None,
+            base_url=base_url or env.get("TXC_BASE_URL") or DEFAULT_BASE_URL,
+            rate_limits=rate_limits,
+            limiter=limiter,
+            timeout=timeout,
+            retry=retry,
+            user_agent=user_agent,
+            on_request=on_request,
+            session=session,
+            transport=transport,
+            max_connections=max_connections,
+            verify_tls=verify_tls,
+        )
 
     def with_options(
         self, *, timeout: float | None = None, retry: RetryPolicy | None = None
@@ -352,14 +388,14 @@ class Client:
         self,
         *,
         market: str,
-        side: Side | str,
+        side: Side | SideLiteral,
         amount: Decimal | str | int,
         price: Decimal | str | int,
         activation_price: Decimal | str | int,
         stop_loss: Decimal | str | int | None = None,
         take_profit: Decimal | str | int | None = None,
         client_order_id: str | None = None,
-        position_side: PositionSide | str | None = None,
+        position_side: PositionSide | PositionSideLiteral | None = None,
     ) -> CollateralOrder:
         """Place a stop-limit order on the collateral market.
 
@@ -371,7 +407,7 @@ class Client:
             "market": check_pattern(
                 "market", market, _MARKET, "must be <BASE>_<QUOTE> in capitals, e.g. 'BTC_USDT'"
             ),
-            "side": check_choice("side", side, ("buy", "sell")),
+            "side": check_choice("side", side, _SIDES),
             "amount": check_decimal("amount", amount),
             "price": check_decimal("price", price),
             "activation_price": check_decimal("activation_price", activation_price),
@@ -386,7 +422,7 @@ class Client:
             )
         if position_side is not None:
             params["positionSide"] = check_choice(
-                "position_side", position_side, ("LONG", "SHORT", "BOTH")
+                "position_side", position_side, _POSITION_SIDES
             )
         return await self._call(COLLATERAL_STOP_LIMIT, params)
 
@@ -448,7 +484,7 @@ class Client:
         account: str | None = None,
         start: int | datetime | None = None,
         end: int | datetime | None = None,
-        interval: str | None = None,
+        interval: IntervalLiteral | None = None,
     ) -> Hashrate:
         """The hashrate series of an account; ``interval`` is ``5m``, ``1h`` (the default) or
         ``24h``."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from decimal import Decimal
+from typing import Literal, TypeAlias
 
 import msgspec
 
@@ -12,6 +13,7 @@ __all__ = [
     "FixedPlan",
     "Hashrate",
     "HashratePoint",
+    "IntervalLiteral",
     "Investment",
     "InvestmentStatus",
     "InvestmentsPage",
@@ -22,8 +24,10 @@ __all__ = [
     "OtoOrder",
     "PlanStatus",
     "PositionSide",
+    "PositionSideLiteral",
     "RewardsPage",
     "Side",
+    "SideLiteral",
 ]
 
 
@@ -65,6 +69,17 @@ class PositionSide(enum.StrEnum):
     LONG = "LONG"
     SHORT = "SHORT"
     BOTH = "BOTH"
+
+
+# The same values as plain strings, for signatures that accept ``side="buy"`` as well as
+# ``Side.BUY`` while a type checker still rejects ``side="buyy"``.
+
+#: ``side`` of an order as a string: ``"buy"`` or ``"sell"`` (the values of :class:`Side`).
+SideLiteral: TypeAlias = Literal["buy", "sell"]
+#: ``position_side`` of a collateral order as a string (the values of :class:`PositionSide`).
+PositionSideLiteral: TypeAlias = Literal["LONG", "SHORT", "BOTH"]
+#: The step of a hashrate series: five minutes, one hour or one day.
+IntervalLiteral: TypeAlias = Literal["5m", "1h", "24h"]
 
 
 class FixedPlan(msgspec.Struct, frozen=True, rename="camel"):

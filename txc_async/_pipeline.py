@@ -72,6 +72,7 @@ class RequestRecord:
 
     @property
     def final(self) -> bool:
+        """This exchange ended the call (no other attempt follows)."""
         return not self.retried
 
 

@@ -313,6 +313,8 @@ class RedisLimiter:
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
+        """Record how an admitted request ended; a rate-limit refusal pauses the budget for
+        every process sharing it. Returns the pause in seconds (0 unless rate-limited)."""
         key = self.budget_key(admission.key_id, admission.scope)
         refusals = self._refusal_state(key, admission.scope)
         now = time.monotonic()
@@ -332,6 +334,7 @@ class RedisLimiter:
         return 0.0
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
+        """``limit``, or the lower limit this process learned from the server's refusals."""
         state = self._refusals.get(self.budget_key(key_id, scope))
         return limit if state is None else state.effective(limit, time.monotonic())
 

@@ -245,6 +245,7 @@ class InProcessLimiter:
     def try_acquire(
         self, key_id: str, scope: str, limit: RateLimit, timeout: float
     ) -> Admission | None:
+        """Admit at once when the budget has room and no one waits; else None (never waits)."""
         budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
             if budget.turns:
@@ -306,6 +307,8 @@ class InProcessLimiter:
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
+        """Record how an admitted request ended (see :class:`txc_async.Outcome`) and wake the
+        head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
         budget = admission.token
         assert isinstance(budget, _Budget)
         pause = 0.0
@@ -333,6 +336,7 @@ class InProcessLimiter:
         return pause
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
+        """``limit``, or the lower limit learned from the server's refusals while it holds."""
         budget = self._budgets.get((key_id, scope))
         if budget is None:
             return limit

@@ -91,12 +91,16 @@ class FaultPlan:
             queue.append(_Fault(kind, delay, retry_after, execute))
 
     def clear(self) -> None:
+        """Drop every fault still queued."""
         self._queued.clear()
 
     def pending(self, path: str) -> int:
+        """How many queued faults still wait for a request to ``path``."""
         return len(self._queued.get(path, ()))
 
     def take(self, path: str) -> _Fault | None:
+        """The next fault queued for ``path``, removed from the queue (None when there is none);
+        the sandbox calls this for every request that reaches ``path``."""
         queue = self._queued.get(path)
         return queue.popleft() if queue else None
 
@@ -125,6 +129,7 @@ class SandboxStats:
         return best
 
     def reset(self) -> None:
+        """Forget everything counted and recorded so far."""
         self.received.clear()
         self.executed.clear()
         self.rate_limited = self.nonce_refused = self.auth_failed = self.faults_served = 0
@@ -214,6 +219,8 @@ class Sandbox:
     # -- life cycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Start serving; ``url`` and ``port`` then name the address (a free port unless
+        ``port`` was given). ``async with Sandbox() as box`` calls this for you."""
         app = web.Application(client_max_size=1 << 20)
         for path in PATH_SCOPES:
             method = "GET" if path == "/api/v4/public/ping" else "POST"
@@ -226,12 +233,13 @@ class Sandbox:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()
-        server = site._server
-        assert server is not None and isinstance(server, asyncio.base_events.Server)
-        self.port = server.sockets[0].getsockname()[1]
+        # The runner reports the bound address whatever the event loop (asyncio's or uvloop's).
+        self.port = int(self._runner.addresses[0][1])
         self.url = f"http://{self.host}:{self.port}"
 
     async def close(self) -> None:
+        """Stop serving and close the connections (handlers still in a ``slow`` fault are not
+        waited for)."""
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -1,0 +1,36 @@
+"""The suite runs on the event loop ``TXC_TEST_LOOP`` names, and the sandbox and the client work
+on each: asyncio's own loop and uvloop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import txc_async
+from txc_async.sandbox import Sandbox
+
+
+async def test_the_suite_runs_on_the_chosen_loop() -> None:
+    loop_module = type(asyncio.get_running_loop()).__module__
+    if os.environ.get("TXC_TEST_LOOP", "asyncio") == "uvloop":
+        assert loop_module.startswith("uvloop")
+    else:
+        assert loop_module.startswith("asyncio")
+
+
+def test_asyncio_run_uses_the_chosen_loop_too() -> None:
+    async def loop_module() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    expected = "uvloop" if os.environ.get("TXC_TEST_LOOP") == "uvloop" else "asyncio"
+    assert asyncio.run(loop_module()).startswith(expected)
+
+
+async def test_sandbox_serves_a_client_on_this_loop() -> None:
+    async with Sandbox() as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+        limiter=txc_async.InProcessLimiter(),
+    ) as client:
+        assert box.port > 0 and box.url == f"http://127.0.0.1:{box.port}"
+        assert await client.ping() is True
+        assert await client.main_balance()

@@ -1,0 +1,100 @@
+"""The pytest plugin that installing txc_async registers: its fixtures in a user's own test
+suite, in pytest-asyncio's strict mode and in auto mode, configured by markers."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+import txc_async
+from txc_async.sandbox import Sandbox
+
+pytest_plugins = ["pytester"]
+
+INI = "[pytest]\nasyncio_mode = {mode}\nasyncio_default_fixture_loop_scope = function\n"
+
+USER_TESTS = '''
+import pytest
+
+import txc_async
+
+BALANCE = "/api/v4/main-account/balance"
+seen = []
+
+
+@pytest.mark.asyncio
+async def test_reads_survive_a_502(txc_sandbox, txc_client):
+    txc_sandbox.faults.add(BALANCE, "html_502")
+    balance = await txc_client.main_balance()
+    assert balance and txc_sandbox.stats.faults_served == 1
+    assert txc_sandbox.stats.received[BALANCE] == 2
+    seen.append(txc_client)
+
+
+@pytest.mark.asyncio
+async def test_the_client_of_the_last_test_was_closed(txc_client):
+    assert seen and seen[0].closed and seen[0] is not txc_client
+    assert not txc_client.closed
+
+
+@pytest.mark.asyncio
+@pytest.mark.txc_sandbox(mining_accounts=3, enforce_limits=False)
+@pytest.mark.txc_client(retry=txc_async.RetryPolicy(max_retries=0))
+async def test_markers_configure_both(txc_sandbox, txc_client):
+    assert len(txc_sandbox.mining_account_names) == 3
+    txc_sandbox.faults.add(BALANCE, "json_503")
+    with pytest.raises(txc_async.TransportError):
+        await txc_client.main_balance()
+
+
+@pytest.mark.txc_sandbox(seed=1)
+class TestMarkersOfAClass:
+    @pytest.mark.asyncio
+    @pytest.mark.txc_sandbox(seed=2)
+    async def test_the_closest_marker_wins(self, txc_sandbox):
+        assert txc_sandbox.seed == 2
+
+    @pytest.mark.asyncio
+    async def test_the_class_marker_applies(self, txc_sandbox, txc_client):
+        assert txc_sandbox.seed == 1
+        assert await txc_client.ping()
+'''
+
+
+def test_the_plugin_is_registered_by_an_entry_point() -> None:
+    found = [
+        entry for entry in importlib.metadata.entry_points(group="pytest11")
+        if entry.value == "txc_async.pytest_plugin"
+    ]
+    assert len(found) == 1
+
+
+@pytest.mark.parametrize("mode", ["strict", "auto"])
+def test_a_user_suite_gets_the_fixtures(pytester: pytest.Pytester, mode: str) -> None:
+    pytester.makeini(INI.format(mode=mode))
+    pytester.makepyfile(test_user=USER_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
+    result.assert_outcomes(passed=5)
+
+
+def test_a_positional_marker_argument_is_refused(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI.format(mode="auto"))
+    pytester.makepyfile(test_user='''
+import pytest
+
+@pytest.mark.txc_sandbox({"seed": 1})
+async def test_it(txc_sandbox):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*takes keyword arguments only*"])
+    assert result.ret != 0
+
+
+async def test_this_suite_uses_the_fixtures_too(
+    txc_sandbox: Sandbox, txc_client: txc_async.Client
+) -> None:
+    assert txc_client.base_url == txc_sandbox.url
+    assert await txc_client.main_balance()
+    assert txc_sandbox.stats.executed
