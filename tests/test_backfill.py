@@ -232,5 +232,18 @@ async def test_a_file_of_another_backfill_is_refused(
     serve_rewards(mocked, make_rewards(accounts=2, days=10))
     path = tmp_path / "out.jsonl"
     await backfill_to_file(client, start=START, end=START + 10 * DAY - 1, path=path)
-    with pytest.raises(OutputFileError, match="different backfill"):
+    before = path.read_bytes()
+    with pytest.raises(OutputFileError, match=r"already reaches --end 2024-01-10; rerun with "
+                       r"--end 2024-01-10 or later"):
         await backfill_to_file(client, start=START, end=START + 5 * DAY - 1, path=path)
+    with pytest.raises(OutputFileError, match=r"holds rewards from --start 2024-01-01; rerun "
+                       r"with --start 2024-01-01, or choose another --out"):
+        await backfill_to_file(client, start=START + DAY, end=START + 10 * DAY - 1, path=path)
+    with pytest.raises(OutputFileError, match=r"holds every account; rerun with no --account"):
+        await backfill_to_file(
+            client, start=START, end=START + 10 * DAY - 1, path=path, accounts=["acc_1"]
+        )
+    with pytest.raises(OutputFileError, match=r"holds --format jsonl; rerun with --format jsonl"):
+        await backfill_to_file(client, start=START, end=START + 10 * DAY - 1, path=path,
+                               fmt="csv")
+    assert path.read_bytes() == before

@@ -20,7 +20,12 @@ from txc_async.cli import main
          "not a date"),
         (["backfill-rewards", "--start", "2024-01-01T00:00:00", "--end", "2024-12-31",
           "--out", "x"], "no time zone"),
-        (["backfill-rewards", "--start", "2024-01-01", "--out", "x"], "--end"),
+        (["backfill-rewards", "--start", "2024-01-01", "--out", "x", "--shard", "3/2"],
+         "I must be from 1 to N"),
+        (["backfill-rewards", "--start", "2024-01-01", "--out", "x", "--limiter", "ftp://h"],
+         "unknown limiter URL ftp://"),
+        (["backfill-rewards", "--start", "2024-01-01", "--out", "x", "--limiter",
+          "sqlite:///tmp/x.db"], "sqlite://"),
         (["backfill-rewards", "--start", "2024-01-01", "--end", "2024-02-01", "--out", "x",
           "--concurrency", "0"], "from 1 to 256"),
         (["backfill-rewards", "--start", "2024-01-01", "--end", "2024-02-01", "--out", "x",
@@ -48,19 +53,21 @@ def test_start_after_end_is_one_line(
     code = main(["backfill-rewards", "--start", "2024-02-01", "--end", "2024-01-01",
                  "--out", str(tmp_path / "x.jsonl")])
     err = capsys.readouterr().err
-    assert code == 1
-    assert err.startswith("txc-async: error: --start: must not be after --end")
-    assert err.count("\n") == 1
+    assert code == 2
+    assert err == "txc-async: error: --start 2024-02-01 is after --end 2024-01-01\n"
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_a_bad_account_name_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
-    code = main(["backfill-rewards", "--start", "2024-01-01", "--end", "2024-01-02",
-                 "--account", "bad name", "--out", str(tmp_path / "x.jsonl")])
+    with pytest.raises(SystemExit) as caught:
+        main(["backfill-rewards", "--start", "2024-01-01", "--end", "2024-01-02",
+              "--account", "bad name", "--out", str(tmp_path / "x.jsonl")])
     err = capsys.readouterr().err
-    assert code == 1 and err.startswith("txc-async: error: --account: 'bad name'")
+    assert caught.value.code == 2
+    assert err.startswith("txc-async: error: argument --account: 'bad name'")
     assert err.count("\n") == 1 and not (tmp_path / "x.jsonl").exists()
 
 
@@ -82,8 +89,8 @@ def test_unreachable_server_is_one_line(
     monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
     code = main(["ping"])
     err = capsys.readouterr().err
-    assert code == 1 and err.startswith("txc-async: error: could not connect")
-    assert err.count("\n") == 1
+    assert code == 1 and err.startswith("txc-async: error: cannot connect to 127.0.0.1:9: ")
+    assert "refused" in err.lower() and err.count("\n") == 1
 
 
 def test_plain_http_to_a_remote_host_is_refused(
@@ -104,14 +111,11 @@ def test_dates_mean_whole_utc_days() -> None:
 
 
 def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:
-    from decimal import Decimal
+    from txc_async._rowfile import encode_jsonl
+    from txc_async._walk import WireReward
 
-    from txc_async import MiningReward
-    from txc_async._export import _encode_rows
-
-    record = MiningReward("acc", Decimal("0.10"), Decimal("0.09"), Decimal("0.01"),
-                          Decimal("0.000001"), "1 TH/s", 1704067200)
-    (line,) = _encode_rows([record], "jsonl").splitlines()
+    record = WireReward("acc", "0.10", "0.09", "0.01", "0.000001", "1 TH/s", 1704067200)
+    (line,) = encode_jsonl([record]).splitlines()
     assert json.loads(line) == {
         "miningAccountName": "acc", "totalReward": "0.10", "reward": "0.09", "fee": "0.01",
         "fppsRate": "0.000001", "hashRate": "1 TH/s", "date": 1704067200,
@@ -164,11 +168,11 @@ async def test_backfill_command_killed_and_resumed_writes_every_row_once(
         box.faults.clear()
         code, stdout, err = await _run_cli(box, args)
         assert code == 0, err
-        assert "kept from before" in stdout
+        assert "kept from before" in err and stdout == ""
         finished = out.read_bytes()
         assert finished.startswith(partial[: partial.rfind(b"\n") + 1])
-        code, stdout, _ = await _run_cli(box, args)
-        assert code == 0 and "already complete" in stdout
+        code, stdout, err = await _run_cli(box, args)
+        assert code == 0 and "already complete" in err and stdout == ""
         assert out.read_bytes() == finished
         expected = {(name, date) for name in box.mining_account_names
                     for date in range(1704067200, 1735689600, 86400)}
@@ -181,26 +185,54 @@ async def test_backfill_command_killed_and_resumed_writes_every_row_once(
     assert set(keys) == expected
 
 
-def test_progress_line_shows_records_requests_rate_and_time_left() -> None:
+async def test_progress_on_a_non_terminal_prints_plain_lines_and_ends_at_100() -> None:
     import io
 
     from txc_async import Client
     from txc_async._export import BackfillProgress
-    from txc_async.cli import _ProgressLine
+    from txc_async.cli import Progress
 
-    client = Client(base_url="http://127.0.0.1:9")
-    client.stats.requests = 42
-    stream = io.StringIO()
-    line = _ProgressLine(client, stream)
-    progress = BackfillProgress(records=1500, records_before=500, jobs_total=10, jobs_done=5,
-                                fraction=0.5)
-    progress.started -= 10.0
-    line(progress)
-    line.close()
-    text = stream.getvalue()
-    assert text.startswith("\r") and text.endswith("\n")
-    assert "50.0%" in text and "2,000 records" in text and "42 requests" in text
-    assert "150 records/s" in text and "10 s left" in text
+    async with Client(base_url="http://127.0.0.1:9") as client:
+        client.stats.requests = 42
+        stream = io.StringIO()
+        display = Progress(client, stream, terminal=False, plain_every=0.0)
+        progress = BackfillProgress(records=1500, records_before=500, jobs_total=10,
+                                    jobs_done=5, fraction=0.5)
+        progress.started -= 10.0
+        display(progress)
+        display._draw()
+        progress.finished = True
+        display(progress)
+        display.close()
+    first, *_, last = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue()
+    assert "50.0%" in first and "2,000 records" in first and "42 requests" in first
+    assert "150 records/s" in first and "~10 s left" in first
+    assert "100.0%" in last
+
+
+async def test_progress_says_when_it_waits_for_rate_limit_budget() -> None:
+    from txc_async import Client, RateLimit
+    from txc_async._export import BackfillProgress
+    from txc_async.cli import Progress
+
+    async with Client(base_url="http://127.0.0.1:9",
+                      rate_limits={"mining_rewards": RateLimit(10, 10.0)}) as client:
+        display = Progress(client, io_stream(), terminal=False)
+        display(BackfillProgress(records=900, fraction=0.3))
+        # Ten requests go out at t=100; nothing more for 3 s: the budget is spent until t=110.
+        display.status(now=99.0)
+        client.stats.requests = 10
+        display.status(now=100.0)
+        text = display.status(now=103.0)
+        assert "waiting for rate-limit budget, ~7 s" in text
+        display.close()
+
+
+def io_stream() -> Any:
+    import io
+
+    return io.StringIO()
 
 
 async def test_sandbox_command_serves_what_ping_and_balance_reach() -> None:
