@@ -120,8 +120,9 @@ async def walk_rewards(
       record to a later position, never an earlier one. Every request reads the positions right
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
-    * A reward booked meanwhile *newer* than the boundary (behind the walk) is not returned by
-      this walk: the walk has left that date. Settled days do not change, which is why the
+    * A reward booked meanwhile *behind* the walk (newer than the boundary, or at the boundary
+      date before ``offset``) is not returned by this walk: it has left that place. It causes no
+      duplicate and no miss of another record. Settled days do not change, which is why the
       command line's range ends with the last whole UTC day by default.
 
     Memory: ``seen`` only holds records of one date (the boundary), at most the
