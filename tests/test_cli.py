@@ -264,3 +264,165 @@ async def test_sandbox_command_serves_what_ping_and_balance_reach() -> None:
     finally:
         server.terminate()
         await server.wait()
+
+
+# -- polish: version, defaults in help, interruption hints, the sandbox command, the demo --------
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import txc_async
+
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out == f"txc-async {txc_async.__version__}\n"
+
+
+def test_every_option_help_shows_its_default() -> None:
+    import argparse
+
+    from txc_async.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    checked = 0
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if not action.option_strings or action.required or action.dest in ("help", "live"):
+                continue
+            text = command.formatter_class(name)._get_help_string(action) or ""
+            assert "default" in text, (name, action.option_strings, text)
+            checked += 1
+    assert checked >= 12
+
+
+async def _interrupt(args: list[str], env: dict[str, str]) -> str:
+    import asyncio
+    import os
+    import signal
+    import sys
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", *args, env=os.environ | env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+    await asyncio.sleep(1.5)
+    process.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode == 130
+    return err.decode()
+
+
+async def test_the_resume_hint_only_where_resuming_exists(tmp_path: Path) -> None:
+    from txc_async.sandbox import Sandbox
+
+    async with Sandbox(mining_accounts=60) as box:
+        box.faults.add("/api/v4/mining/rewards", "slow", delay=0.2, times=100_000)
+        env = {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+               "TXC_API_SECRET": box.api_secret}
+        base = ["backfill-rewards", "--start", "2024-01-01", "--end", "2024-12-31"]
+        err = await _interrupt([*base, "--out", str(tmp_path / "r.jsonl")], env)
+        assert err.rstrip().endswith("interrupted; rerun the same command to resume")
+        err = await _interrupt([*base, "--out", "-"], env)
+        assert err.rstrip().endswith("txc-async: interrupted") and "resume" not in err
+
+
+async def test_sandbox_command_sizes_its_book_and_prints_the_oauth_credentials() -> None:
+    import asyncio
+    import sys
+
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", "sandbox", "--port", "0", "--accounts", "7",
+        "--days", "10", "--live", stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        lines = [(await asyncio.wait_for(server.stdout.readline(), 30)).decode()
+                 for _ in range(5)]
+    finally:
+        server.terminate()
+        await server.wait()
+    assert "7 mining accounts, 10 days of rewards from 2024-01-01" in lines[0]
+    assert "booking new rewards live" in lines[0]
+    assert "client_id=sandbox-client-0" in lines[4] and "client_secret=" in lines[4]
+    assert "refresh_token=" in lines[4]
+
+
+async def test_the_command_line_stays_exact_while_the_server_books_rewards(
+    tmp_path: Path,
+) -> None:
+    from txc_async.sandbox import Sandbox
+
+    out = tmp_path / "rewards.jsonl"
+    async with Sandbox(mining_accounts=30, rewards_days=90, enforce_limits=False) as box:
+        book = box.rewards
+        answer = book.page
+        calls = [0]
+
+        def page(*args: Any) -> list[dict[str, Any]]:
+            # Before every answer: a reward at the newest day (behind the walks) and one at a
+            # day that moves through the range (before and after the walks' positions).
+            calls[0] += 1
+            book.book(book.names[calls[0] % 30], 1704067200 + 89 * 86400)
+            book.book(book.names[(calls[0] * 7) % 30], 1704067200 + (calls[0] % 90) * 86400)
+            return answer(*args)
+
+        book.page = page  # type: ignore[method-assign]
+        existing = {(r["miningAccountName"], r["date"], r["reward"])
+                    for r in answer(None, None, None, 0, 10**9)}
+        code, _, err = await _run_cli(box, ["backfill-rewards", "--start", "2024-01-01",
+                                            "--end", "2024-03-30", "--out", str(out)])
+        assert code == 0, err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    keys = [(r["miningAccountName"], r["date"], r["reward"]) for r in rows]
+    assert calls[0] > 20 and len(book.booked) == 2 * calls[0]
+    assert len(keys) == len(set(keys)) and existing <= set(keys)
+
+
+async def test_two_runs_racing_for_one_output_one_writes_the_other_exits(tmp_path: Path) -> None:
+    import asyncio
+    import os
+    import sys
+
+    from txc_async.sandbox import Sandbox
+
+    out = tmp_path / "rewards.jsonl"
+    args = ["-m", "txc_async", "backfill-rewards", "--start", "2024-01-01", "--end", "2024-06-30",
+            "--out", str(out)]
+    async with Sandbox(mining_accounts=40) as box:
+        box.faults.add("/api/v4/mining/rewards", "slow", delay=0.3, times=100_000)
+        env = os.environ | {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+                            "TXC_API_SECRET": box.api_secret}
+        first = await asyncio.create_subprocess_exec(
+            sys.executable, *args, env=env, stderr=asyncio.subprocess.PIPE)
+        await asyncio.sleep(1.0)
+        second = await asyncio.create_subprocess_exec(
+            sys.executable, *args, env=env, stderr=asyncio.subprocess.PIPE)
+        _, second_err = await asyncio.wait_for(second.communicate(), 30)
+        _, first_err = await asyncio.wait_for(first.communicate(), 60)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 1
+    assert second_err.decode() == (
+        f"txc-async: error: {out} is being written by process {first.pid} on "
+        f"{os.uname().nodename} (since {second_err.decode().split('(since ')[1]}"
+    )
+    keys = [(r["miningAccountName"], r["date"]) for r in map(json.loads, out.open())]
+    assert len(keys) == len(set(keys)) == 40 * 182
+
+
+async def test_demo_says_what_it_will_do_before_it_starts() -> None:
+    import asyncio
+    import sys
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", "demo", "--accounts", "5",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    first = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, err
+    assert first.startswith("demo: the embedded sandbox serves 5 mining accounts on http://")
+    assert "every reward of 2024 (2024-01-01 to 2024-12-31) into " in out.decode()
+    assert "records        1,830 (1,830 distinct)" in out.decode()
+    assert "100.0%" in err.decode()
