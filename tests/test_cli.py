@@ -212,6 +212,8 @@ async def test_progress_on_a_non_terminal_prints_plain_lines_and_ends_at_100() -
 
 
 async def test_progress_says_when_it_waits_for_rate_limit_budget() -> None:
+    import time
+
     from txc_async import Client, RateLimit
     from txc_async._export import BackfillProgress
     from txc_async.cli import Progress
@@ -220,12 +222,17 @@ async def test_progress_says_when_it_waits_for_rate_limit_budget() -> None:
                       rate_limits={"mining_rewards": RateLimit(10, 10.0)}) as client:
         display = Progress(client, io_stream(), terminal=False)
         display(BackfillProgress(records=900, fraction=0.3))
-        # Ten requests go out at t=100; nothing more for 3 s: the budget is spent until t=110.
-        display.status(now=99.0)
+        # Ten requests go out at t0 + 1; nothing more for 3 s: the budget is spent until t0 + 11.
+        t0 = time.monotonic()
+        display.status(now=t0 + 0.5)
         client.stats.requests = 10
-        display.status(now=100.0)
-        text = display.status(now=103.0)
-        assert "waiting for rate-limit budget, ~7 s" in text
+        display.status(now=t0 + 1.0)
+        text = display.status(now=t0 + 4.0)
+        assert text.startswith("waiting for rate-limit budget, ~7 s, ")
+        # Nine requests in the window: not a budget wait, whatever else may be slow.
+        client.stats.requests = 19
+        display.status(now=t0 + 11.5)
+        assert "budget" not in display.status(now=t0 + 14.0)
         display.close()
 
 
@@ -426,3 +433,26 @@ async def test_demo_says_what_it_will_do_before_it_starts() -> None:
     assert "every reward of 2024 (2024-01-01 to 2024-12-31) into " in out.decode()
     assert "records        1,830 (1,830 distinct)" in out.decode()
     assert "100.0%" in err.decode()
+
+
+async def test_progress_on_a_terminal_is_redrawn_while_no_page_arrives() -> None:
+    import asyncio
+    import io
+
+    from txc_async import Client
+    from txc_async._export import BackfillProgress
+    from txc_async.cli import Progress
+
+    async with Client(base_url="http://127.0.0.1:9") as client:
+        stream = io.StringIO()
+        display = Progress(client, stream, terminal=True)
+        display.start()
+        display(BackfillProgress(records=10, fraction=0.25))
+        await asyncio.sleep(1.2)
+        redraws = stream.getvalue().count("\r")
+        finished = BackfillProgress(records=40, fraction=0.97)
+        finished.finished = True
+        display(finished)
+        display.close()
+    assert redraws >= 3
+    assert "100.0%" in stream.getvalue().rsplit("\r", 1)[-1]

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -240,13 +241,20 @@ class Progress:
         self._plain_every = plain_every
         self._label = label
         self._progress = BackfillProgress()
-        self._samples: deque[tuple[float, int]] = deque()
+        self._samples: deque[tuple[float, int]] = deque(
+            [(time.monotonic(), client.stats.requests)]
+        )
         self._last_plain = time.monotonic()
         self._bar: tqdm[Never] | None = None
         if self._terminal:
+            size = shutil.get_terminal_size()
             self._bar = tqdm(
-                total=100, file=stream, desc=label, unit="%", dynamic_ncols=True,
-                bar_format="{desc}: {percentage:5.1f}%|{bar}| {elapsed}{postfix}", mininterval=0.2,
+                total=100, file=stream, desc=label, unit="%",
+                # A terminal that reports no size (0 x 0) gets the usual 80 x 24 instead of
+                # no bar at all.
+                ncols=size.columns, nrows=size.lines,
+                bar_format="{desc}: {percentage:5.1f}%|{bar:12}| {elapsed}{postfix}",
+                mininterval=0.2,
             )
         self._ticker: asyncio.Task[None] | None = None
 
@@ -285,15 +293,21 @@ class Progress:
         quiet_since = next(
             (t for t, n in reversed(samples) if n != requests), samples[0][0]
         )
-        in_window = [(t, n) for t, n in samples if t > now - limit.per_seconds]
-        sent = requests - (in_window[0][1] if in_window else requests)
+        # The count at the window's start: the last sample at or before it, else the first.
+        base = samples[0][1]
+        for t, n in samples:
+            if t > now - limit.per_seconds:
+                break
+            base = n
+        sent = requests - base
+        # What the run waits for comes first, so that a narrow terminal still shows it.
         if now - quiet_since >= 1.0 and sent >= limit.max_requests:
             # Budget returns when the request max_requests back leaves the window.
             target = requests - limit.max_requests + 1
             freed = next((t for t, n in samples if n >= target), now) + limit.per_seconds
-            parts.append(f"waiting for rate-limit budget, ~{max(0.0, freed - now):.0f} s")
+            parts.insert(0, f"waiting for rate-limit budget, ~{max(0.0, freed - now):.0f} s")
         elif now - quiet_since >= 2.0:
-            parts.append(f"waiting for answers ({now - quiet_since:.0f} s)")
+            parts.insert(0, f"waiting for answers ({now - quiet_since:.0f} s)")
         elif progress.fraction > 0.01:
             left = elapsed * (1 - progress.fraction) / progress.fraction
             parts.append(f"~{left:,.0f} s left")
