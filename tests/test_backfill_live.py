@@ -324,3 +324,59 @@ def test_limiter_from_url() -> None:
     with pytest.raises(ValueError, match="unknown limiter URL") as caught:
         txc_async.limiter_from_url("http://user:secret@host")
     assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "| head -n 3"])
+async def test_dev_stdout_streams_and_a_reader_that_leaves_early_is_no_failure(
+    tmp_path: Path, target: str
+) -> None:
+    # Through head: 100 accounts x 30 days, far more than a pipe buffers, so writes fail once
+    # head has left.
+    accounts = 15 if target == "/dev/stdout" else 100
+    async with Sandbox(mining_accounts=accounts, rewards_days=30, enforce_limits=False) as box:
+        out = "/dev/stdout" if target == "/dev/stdout" else "-"
+        pipe = target if target.startswith("|") else "| cat"
+        process = await asyncio.create_subprocess_shell(
+            f"{sys.executable} -m txc_async backfill-rewards --start 2024-01-01 "
+            f"--end 2024-01-30 --out {out} {pipe}; echo \"status ${{PIPESTATUS[0]}}\" >&2",
+            executable="/bin/bash",
+            env=os.environ | {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+                              "TXC_API_SECRET": box.api_secret},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,
+        )
+        stdout, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err
+    lines = stdout.decode().splitlines()
+    assert len(lines) == (3 if "head" in target else 450)
+    assert all(json.loads(line)["miningAccountName"] for line in lines)
+    assert "Traceback" not in err.decode() and "Exception" not in err.decode()
+    assert "status 0" in err.decode()
+    assert os.listdir(tmp_path) == []
+    assert "stdout.progress" not in os.listdir("/dev")
+
+
+async def test_a_file_from_the_earlier_state_format_is_resumed_and_extended(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "rewards.jsonl"
+    state = tmp_path / "rewards.jsonl.progress"
+    async with (
+        Sandbox(mining_accounts=10, rewards_days=60, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        await backfill_to_file(client, start=START, end=START + 30 * DAY - 1, path=out)
+        complete = out.read_bytes()
+        # The earlier format: no version, shard or extensions; finished jobs without counts.
+        jobs = [line.split()[0] for line in state.read_bytes().splitlines()[1:]]
+        header = {"start": START, "end": START + 30 * DAY - 1, "accounts": [],
+                  "slice_seconds": 7 * DAY, "format": "jsonl"}
+        state.write_bytes(json.dumps(header).encode() + b"\n" + b"\n".join(jobs) + b"\n")
+        again = await backfill_to_file(client, start=START, end=START + 30 * DAY - 1,
+                                       path=out)
+        assert again.complete_already and out.read_bytes() == complete
+        longer = await backfill_to_file(client, start=START, end=START + 40 * DAY - 1,
+                                        path=out)
+        assert longer.records_written == 100 and longer.records_before == 300
+    assert out.read_bytes().startswith(complete)
+    assert sorted(_rows(out, "jsonl")) == sorted(
+        (name, START + d * DAY) for name in box.mining_account_names for d in range(40))

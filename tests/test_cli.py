@@ -456,3 +456,11 @@ async def test_progress_on_a_terminal_is_redrawn_while_no_page_arrives() -> None
         display.close()
     assert redraws >= 3
     assert "100.0%" in stream.getvalue().rsplit("\r", 1)[-1]
+
+
+def test_the_default_end_is_the_last_second_of_yesterday_utc() -> None:
+    from txc_async.cli import last_whole_day_end
+
+    assert last_whole_day_end(1704067200 + 5 * 3600) == 1704067199  # 2024-01-01 05:00 UTC
+    assert last_whole_day_end(1704067200) == 1704067199
+    assert last_whole_day_end(1704067199) == 1704067200 - 86400 - 1

@@ -3,9 +3,9 @@ process ends, however it ends."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from types import TracebackType
@@ -17,6 +17,21 @@ __all__ = ["OutputLock", "OutputLockedError"]
 
 class OutputLockedError(TxcError):
     """Another process is writing the same output."""
+
+
+def _lock_exclusively(fd: int) -> None:
+    """Lock ``fd`` for this process or raise ``BlockingIOError`` (``PermissionError`` on
+    Windows) at once; the OS drops the lock when the descriptor closes or the process ends."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        # A byte far past any holder's text, so that reading who holds the lock still works.
+        os.lseek(fd, 1 << 20, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 class OutputLock:
@@ -34,8 +49,8 @@ class OutputLock:
     def acquire(self) -> None:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            _lock_exclusively(fd)
+        except (BlockingIOError, PermissionError):
             holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
             os.close(fd)
             raise OutputLockedError(

@@ -13,6 +13,7 @@ import contextlib
 import os
 import random
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -20,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Never, NoReturn, TextIO
+from typing import BinaryIO, Never, NoReturn, TextIO
 
 import aiohttp
 from tqdm import tqdm
@@ -381,18 +382,25 @@ async def _backfill(args: argparse.Namespace) -> int:
             f"--start {format_moment(args.start)} is after --end {format_moment(end, end=True)}"
             + (" (the last whole UTC day, the default)" if args.end is None else "")
         )
-    fmt = _output_format(args.out, args.format)
+    # A pipe, a terminal or /dev/stdout is streamed to: it has no place for state.
+    streaming = args.out == "-" or _is_stream(args.out)
+    fmt = _output_format("-" if streaming else args.out, args.format)
     limiter: Limiter = limiter_from_url(args.limiter)
     async with Client.from_env(limiter=limiter) as client:
         display = Progress(client, sys.stderr)
         display.start()
         try:
-            if args.out == "-":
-                summary = await backfill_to_stream(
-                    client, start=args.start, end=end, stream=sys.stdout.buffer,
-                    accounts=args.account, concurrency=args.concurrency, shard=args.shard,
-                    on_progress=display,
-                )
+            if streaming:
+                with contextlib.ExitStack() as stack:
+                    stream: BinaryIO = (
+                        sys.stdout.buffer if args.out == "-"
+                        else stack.enter_context(open(args.out, "wb"))  # noqa: ASYNC230
+                    )
+                    summary = await backfill_to_stream(
+                        client, start=args.start, end=end, stream=stream,
+                        accounts=args.account, concurrency=args.concurrency, shard=args.shard,
+                        on_progress=display,
+                    )
             else:
                 summary = await backfill_to_file(
                     client, start=args.start, end=end, path=Path(args.out), fmt=fmt,
@@ -403,6 +411,15 @@ async def _backfill(args: argparse.Namespace) -> int:
             display.close()
     print(_summary_line(summary, "stdout" if args.out == "-" else args.out), file=sys.stderr)
     return 0
+
+
+def _is_stream(out: str) -> bool:
+    """Whether ``out`` names something other than a regular file or a directory."""
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 async def _book_live(box: object, stop: asyncio.Event) -> None:
@@ -547,7 +564,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
-        resumable = args.command == "backfill-rewards" and args.out != "-"
+        resumable = (
+            args.command == "backfill-rewards" and args.out != "-" and not _is_stream(args.out)
+        )
         print(f"{PROG}: interrupted" + ("; rerun the same command to resume" if resumable
                                         else ""), file=sys.stderr)
         return 130
