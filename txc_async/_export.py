@@ -267,7 +267,8 @@ def _prepare(
     plan = wanted
     done: dict[int, int | None] = {}
     extended_from: int | None = None
-    if saved is not None and (has_rows or saved.done):
+    # An output without rows (never written, or removed) starts afresh whatever the state says.
+    if saved is not None and has_rows:
         plan = _reconcile(saved, wanted, fmt, out)
         done = dict(saved.done)
         if plan.end != saved.plan.end:
