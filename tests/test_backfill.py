@@ -247,3 +247,22 @@ async def test_a_file_of_another_backfill_is_refused(
         await backfill_to_file(client, start=START, end=START + 10 * DAY - 1, path=path,
                                fmt="csv")
     assert path.read_bytes() == before
+
+
+def test_every_record_maps_to_the_job_whose_range_holds_it() -> None:
+    from txc_async._backfill import RewardPlan
+    from txc_async._walk import WireReward
+
+    for accounts in ((), ("a", "b", "c")):
+        plan = RewardPlan(START, START + 100 * DAY - 1, accounts, 7 * DAY,
+                          extended_from=(START + 30 * DAY - 1, START + 31 * DAY - 1),
+                          shard=(2, 3))
+        jobs = plan.jobs()
+        assert [j.index for j in jobs] == list(range(len(jobs)))
+        for job in jobs:
+            for date in (job.start, job.end, (job.start + job.end) // 2):
+                record = WireReward(job.account or "x", "1", "1", "0", "1", "1 TH/s", date)
+                assert plan.job_of(record) == job.index
+        mine = [j.index for j in jobs if plan.mine(j)]
+        assert mine == list(range(1, len(jobs), 3))
+        assert plan.job_of(WireReward("x", "1", "1", "0", "1", "", START - 1)) is None

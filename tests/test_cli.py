@@ -464,3 +464,26 @@ def test_the_default_end_is_the_last_second_of_yesterday_utc() -> None:
     assert last_whole_day_end(1704067200 + 5 * 3600) == 1704067199  # 2024-01-01 05:00 UTC
     assert last_whole_day_end(1704067200) == 1704067199
     assert last_whole_day_end(1704067199) == 1704067200 - 86400 - 1
+
+
+async def test_parquet_from_the_command_line_is_extended_and_read_by_duckdb(
+    tmp_path: Path,
+) -> None:
+    import duckdb
+
+    from txc_async.sandbox import Sandbox
+
+    out = tmp_path / "rewards"
+    async with Sandbox(mining_accounts=8, rewards_days=60, enforce_limits=False) as box:
+        for end in ("2024-01-31", "2024-02-29", "2024-02-29"):
+            code, _, err = await _run_cli(box, ["backfill-rewards", "--start", "2024-01-01",
+                                                "--end", end, "--out", str(out),
+                                                "--format", "parquet"])
+            assert code == 0, err
+    assert "already complete (480 records)" in err
+    (rows, distinct, first, last), = duckdb.sql(
+        "SELECT count(*), count(DISTINCT (mining_account_name, date)), epoch(min(date)), "
+        "epoch(max(date)) "
+        f"FROM read_parquet('{out}/*.parquet')").fetchall()
+    assert rows == distinct == 8 * 60
+    assert (first, last) == (1704067200, 1704067200 + 59 * 86400)
