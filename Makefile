@@ -20,6 +20,7 @@ test: $(STAMP)
 
 ## make demo: backfill a year of mining rewards from the embedded sandbox and print a summary
 demo: $(STAMP)
+	@echo "make demo: starts the embedded sandbox on 127.0.0.1 and backfills a year of rewards of all its accounts"
 	$(VENV)/bin/txc-async demo
 
 ## make lint: mypy --strict and ruff

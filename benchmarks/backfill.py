@@ -1,7 +1,8 @@
 """Backfill throughput and memory: every reward of two years streamed from the sandbox (another
-process, limits lifted) through txc_async.backfill_mining_rewards, at two sizes, each in a fresh
+process, limits lifted) through txc_async.backfill_mining_rewards, at two sizes, and then written
+to each output format (JSONL, CSV, Parquet, and JSON lines to a pipe), each run in a fresh
 process so that its peak resident memory (RSS) is its own. Memory must stay flat (under 150 MB)
-however many records come back.
+however many records come back. Exports decode the wire's strings (no Decimal).
 
     python benchmarks/backfill.py [--quick]
 """
@@ -57,10 +58,64 @@ async def child(accounts: int, per_day: int, concurrency: int) -> dict[str, Any]
     }
 
 
-async def run_size(accounts: int, per_day: int, concurrency: int) -> dict[str, Any]:
+async def export_child(accounts: int, per_day: int, fmt: str) -> dict[str, Any]:
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from txc_async._export import backfill_to_file, backfill_to_stream
+
+    server = await start_sandbox(mining_accounts=accounts, rewards_per_day=per_day,
+                                 rewards_days=DAYS)
+    try:
+        before = rss_mb()
+        async with txc_async.Client(
+            api_key=server.api_key, api_secret=server.api_secret, base_url=server.url,
+            rate_limits=UNLIMITED, limiter=txc_async.InProcessLimiter(),
+        ) as client:
+            with tempfile.TemporaryDirectory() as folder:
+                began = time.perf_counter()
+                cpu = time.process_time()
+                end = START + DAYS * 86400 - 1
+                if fmt == "jsonl-decimal":
+                    # The export as it was: typed records (Decimal amounts) encoded back to JSON.
+                    import msgspec
+
+                    encode = msgspec.json.Encoder().encode
+                    records = 0
+                    with open(Path(folder) / "r.jsonl", "wb") as sink:  # noqa: ASYNC230
+                        async for reward in txc_async.backfill_mining_rewards(
+                            client, start=START, end=end, concurrency=8
+                        ):
+                            sink.write(encode(reward) + b"\n")
+                            records += 1
+                    summary = type("S", (), {"records_written": records})()
+                elif fmt == "pipe":
+                    with open(os.devnull, "wb") as sink:  # noqa: ASYNC230
+                        summary = await backfill_to_stream(
+                            client, start=START, end=end, stream=sink, concurrency=8)
+                else:
+                    out = Path(folder) / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
+                    summary = await backfill_to_file(
+                        client, start=START, end=end, path=out, fmt=fmt,  # type: ignore[arg-type]
+                        concurrency=8)
+                elapsed = time.perf_counter() - began
+                cpu = time.process_time() - cpu
+    finally:
+        await server.close()
+    return {
+        "format": fmt, "records": summary.records_written,
+        "expected": accounts * per_day * DAYS, "seconds": elapsed, "cpu": cpu,
+        "rss_before": before, "peak_rss": peak_rss_mb(),
+    }
+
+
+async def run_size(accounts: int, per_day: int, concurrency: int,
+                   fmt: str | None = None) -> dict[str, Any]:
+    extra = ["--format", fmt] if fmt else []
     process = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--child", str(accounts), str(per_day), str(concurrency),
-        stdout=asyncio.subprocess.PIPE,
+        *extra, stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await asyncio.wait_for(process.communicate(), timeout=900)
     if process.returncode:
@@ -84,17 +139,37 @@ async def main(quick: bool) -> list[dict[str, Any]]:
               f"{result['seconds']:6.1f} s  {result['records'] / result['seconds']:>9,.0f} "
               f"records/s  client CPU {result['cpu']:5.1f} s  peak RSS "
               f"{result['peak_rss']:5.1f} MB ({flat} {RSS_LIMIT_MB} MB; "
-              f"{result['rss_before']:.1f} MB before the backfill)")
+              f"{result['rss_before']:.1f} MB before the backfill; "
+              f"CPU {1e6 * result['cpu'] / result['records']:.1f} us/record with Decimal)")
     growth = results[-1]["peak_rss"] - results[0]["peak_rss"]
     ratio = results[-1]["records"] / results[0]["records"]
     print(f"  {ratio:.1f}x the records: peak RSS {growth:+.1f} MB")
+    accounts, per_day = sizes[-1]
+    print(f"export of the same {accounts * per_day * DAYS:,} records by format, from the wire's "
+          "strings (no Decimal), against the iterator above; jsonl-decimal is the same JSONL "
+          "written from typed records (Decimal amounts), as exports were before")
+    base = results[-1]
+    for fmt in ("jsonl-decimal", "jsonl", "csv", "parquet", "pipe"):
+        result = await run_size(accounts, per_day, 8, fmt)
+        results.append(result)
+        if result["records"] != result["expected"]:
+            raise RuntimeError(f"{fmt}: {result['records']} records, "
+                               f"expected {result['expected']}")
+        rate = result["records"] / result["seconds"]
+        print(f"  {fmt:13} {rate:>9,.0f} records/s  "
+              f"({rate / (base['records'] / base['seconds']):.2f}x the iterator)  "
+              f"CPU {1e6 * result['cpu'] / result['records']:5.1f} us/record  "
+              f"peak RSS {result['peak_rss']:5.1f} MB")
     return results
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         accounts, per_day, concurrency = map(int, sys.argv[2:5])
-        print(json.dumps(asyncio.run(child(accounts, per_day, concurrency))))
+        if len(sys.argv) > 6 and sys.argv[5] == "--format":
+            print(json.dumps(asyncio.run(export_child(accounts, per_day, sys.argv[6]))))
+        else:
+            print(json.dumps(asyncio.run(child(accounts, per_day, concurrency))))
     else:
         parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
         parser.add_argument("--quick", action="store_true")

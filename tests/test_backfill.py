@@ -232,5 +232,37 @@ async def test_a_file_of_another_backfill_is_refused(
     serve_rewards(mocked, make_rewards(accounts=2, days=10))
     path = tmp_path / "out.jsonl"
     await backfill_to_file(client, start=START, end=START + 10 * DAY - 1, path=path)
-    with pytest.raises(OutputFileError, match="different backfill"):
+    before = path.read_bytes()
+    with pytest.raises(OutputFileError, match=r"already reaches --end 2024-01-10; rerun with "
+                       r"--end 2024-01-10 or later"):
         await backfill_to_file(client, start=START, end=START + 5 * DAY - 1, path=path)
+    with pytest.raises(OutputFileError, match=r"holds rewards from --start 2024-01-01; rerun "
+                       r"with --start 2024-01-01, or choose another --out"):
+        await backfill_to_file(client, start=START + DAY, end=START + 10 * DAY - 1, path=path)
+    with pytest.raises(OutputFileError, match=r"holds every account; rerun with no --account"):
+        await backfill_to_file(
+            client, start=START, end=START + 10 * DAY - 1, path=path, accounts=["acc_1"]
+        )
+    with pytest.raises(OutputFileError, match=r"holds --format jsonl; rerun with --format jsonl"):
+        await backfill_to_file(client, start=START, end=START + 10 * DAY - 1, path=path,
+                               fmt="csv")
+    assert path.read_bytes() == before
+
+
+def test_every_record_maps_to_the_job_whose_range_holds_it() -> None:
+    from txc_async._backfill import RewardPlan
+    from txc_async._walk import WireReward
+
+    for accounts in ((), ("a", "b", "c")):
+        plan = RewardPlan(START, START + 100 * DAY - 1, accounts, 7 * DAY,
+                          extended_from=(START + 30 * DAY - 1, START + 31 * DAY - 1),
+                          shard=(2, 3))
+        jobs = plan.jobs()
+        assert [j.index for j in jobs] == list(range(len(jobs)))
+        for job in jobs:
+            for date in (job.start, job.end, (job.start + job.end) // 2):
+                record = WireReward(job.account or "x", "1", "1", "0", "1", "1 TH/s", date)
+                assert plan.job_of(record) == job.index
+        mine = [j.index for j in jobs if plan.mine(j)]
+        assert mine == list(range(1, len(jobs), 3))
+        assert plan.job_of(WireReward("x", "1", "1", "0", "1", "", START - 1)) is None

@@ -21,6 +21,7 @@ from ._errors import (
     TxcError,
     ValidationError,
 )
+from ._limiter_url import limiter_from_url
 from ._models import (
     CollateralOrder,
     FixedPlan,
@@ -109,4 +110,5 @@ __all__ = [
     "ValidationError",
     "__version__",
     "backfill_mining_rewards",
+    "limiter_from_url",
 ]

@@ -4,15 +4,16 @@ streamed through a bounded queue so memory stays flat however many records come 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._client import Client, RewardsCursor, walk_rewards
 from ._errors import InvalidParameterError
 from ._models import MiningReward
+from ._operations import Operation
 from ._validate import (
     ACCOUNT_NAME,
     ACCOUNT_NAME_RULE,
@@ -20,9 +21,14 @@ from ._validate import (
     check_pattern,
     check_time_range,
 )
+from ._walk import REWARD_RECORDS, RewardsCursor, WireReward, walk_rewards
+
+if TYPE_CHECKING:
+    from ._client import Client
 
 __all__ = [
     "RewardJob",
+    "RewardPlan",
     "backfill_mining_rewards",
     "plan_reward_jobs",
     "run_reward_jobs",
@@ -33,6 +39,8 @@ _DAY = 86_400
 ALL_ACCOUNTS_SLICE = 7 * _DAY
 #: Slice length per named account: a year of daily rewards is four pages.
 PER_ACCOUNT_SLICE = 365 * _DAY
+
+R = TypeVar("R", MiningReward, WireReward)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +58,75 @@ class RewardJob:
             params["account"] = self.account
         return params
 
-    def contains(self, record: MiningReward) -> bool:
+    def contains(self, record: MiningReward | WireReward) -> bool:
         return self.start <= record.date <= self.end and (
             self.account is None or record.mining_account_name == self.account
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RewardPlan:
+    """A backfill's pieces: ``start..end`` cut at the ends of earlier runs (``extended_from``,
+    ascending) into segments, each segment cut into slices, each slice into one job per account
+    (or one for all accounts). Job numbers only grow as the range is extended, so the jobs of an
+    earlier run keep their numbers, and ``shard`` (``(i, n)``: the jobs whose number is ``i - 1``
+    modulo ``n``) is a fixed share whatever the range's end.
+    """
+
+    start: int
+    end: int
+    accounts: tuple[str, ...] = ()
+    slice_seconds: int = 0
+    extended_from: tuple[int, ...] = ()
+    shard: tuple[int, int] = (1, 1)
+
+    def __post_init__(self) -> None:
+        if not self.slice_seconds:
+            object.__setattr__(
+                self, "slice_seconds", PER_ACCOUNT_SLICE if self.accounts else ALL_ACCOUNTS_SLICE
+            )
+
+    def segments(self) -> list[tuple[int, int]]:
+        bounds = [self.start, *(e + 1 for e in self.extended_from), self.end + 1]
+        return [(lo, hi - 1) for lo, hi in itertools.pairwise(bounds) if lo < hi]
+
+    def jobs(self) -> list[RewardJob]:
+        """Every job of the plan, all shards included."""
+        targets: list[str | None] = list(self.accounts) or [None]
+        jobs: list[RewardJob] = []
+        for lo, hi in self.segments():
+            top = hi
+            while top >= lo:
+                bottom = max(lo, top - self.slice_seconds + 1)
+                for account in targets:
+                    jobs.append(RewardJob(len(jobs), account, bottom, top))
+                top = bottom - 1
+        return jobs
+
+    def mine(self, job: RewardJob) -> bool:
+        """Whether ``job`` belongs to this plan's shard."""
+        index, count = self.shard
+        return job.index % count == index - 1
+
+    def job_of(self, record: MiningReward | WireReward) -> int | None:
+        """The number of the job whose range holds ``record``, or ``None``."""
+        date = record.date
+        if not self.start <= date <= self.end:
+            return None
+        first = 0
+        per_slice = max(1, len(self.accounts))
+        for lo, hi in self.segments():
+            slices = (hi - lo) // self.slice_seconds + 1
+            if lo <= date <= hi:
+                position = first + (hi - date) // self.slice_seconds * per_slice
+                if not self.accounts:
+                    return position
+                try:
+                    return position + self.accounts.index(record.mining_account_name)
+                except ValueError:
+                    return None
+            first += slices * per_slice
+        return None
 
 
 def plan_reward_jobs(
@@ -63,20 +136,7 @@ def plan_reward_jobs(
 
     The plan depends only on its arguments, so a resumed run finds the same jobs.
     """
-    if slice_seconds is None:
-        slice_seconds = ALL_ACCOUNTS_SLICE if not accounts else PER_ACCOUNT_SLICE
-    slices: list[tuple[int, int]] = []
-    hi = end
-    while hi >= start:
-        lo = max(start, hi - slice_seconds + 1)
-        slices.append((lo, hi))
-        hi = lo - 1
-    targets: list[str | None] = list(accounts) if accounts else [None]
-    jobs: list[RewardJob] = []
-    for lo, hi in slices:
-        for account in targets:
-            jobs.append(RewardJob(len(jobs), account, lo, hi))
-    return jobs
+    return RewardPlan(start, end, tuple(accounts or ()), slice_seconds or 0).jobs()
 
 
 _DONE = object()
@@ -87,11 +147,13 @@ async def run_reward_jobs(
     jobs: Iterable[RewardJob],
     *,
     concurrency: int,
-    cursors: Mapping[int, RewardsCursor] | None = None,
-) -> AsyncIterator[tuple[RewardJob, list[MiningReward], bool]]:
+    records: Operation[list[R]],
+    cursors: Mapping[int, RewardsCursor[R]] | None = None,
+) -> AsyncIterator[tuple[RewardJob, list[R], bool]]:
     """Walk ``jobs`` with ``concurrency`` workers; yield ``(job, new records, job finished)``.
 
-    A job's records come in its own newest-first order. ``cursors`` resumes jobs part-way.
+    A job's records come in its own newest-first order (``records`` says how they decode, typed
+    or as wire strings). ``cursors`` resumes jobs part-way.
     Pages wait in a queue of ``2 * concurrency``, so a slow consumer slows the workers instead of
     filling memory. Leaving the iterator early cancels the workers.
     """
@@ -104,7 +166,7 @@ async def run_reward_jobs(
             while pending:
                 job = pending.popleft()
                 cursor = resume.pop(job.index, None) or RewardsCursor(job.params())
-                async for page in walk_rewards(client, cursor):
+                async for page in walk_rewards(client, cursor, records):
                     await queue.put((job, page, False))
                 await queue.put((job, [], True))
         except asyncio.CancelledError:
@@ -170,12 +232,14 @@ async def backfill_mining_rewards(
     """Every mining reward dated ``start..end`` (inclusive) exactly once, fetched concurrently.
 
     Without ``accounts`` the rewards of every account of the key come back, each naming its
-    account. Records arrive as pages complete, not in date order. Memory stays flat: at most
-    ``3 * concurrency`` pages are held at once.
+    account. Records arrive as pages complete, not in date order. Each piece is walked as
+    ``txc_async._walk.walk_rewards`` explains, so rewards booked while the backfill runs never
+    come back twice. Memory stays flat: at most ``3 * concurrency`` pages are held at once, plus
+    per worker the records of one date already returned (see the walk).
     """
     lo, hi, names, workers = check_backfill_args(start, end, accounts, concurrency)
     async for _job, page, _finished in run_reward_jobs(
-        client, plan_reward_jobs(lo, hi, names), concurrency=workers
+        client, plan_reward_jobs(lo, hi, names), concurrency=workers, records=REWARD_RECORDS
     ):
         for record in page:
             yield record

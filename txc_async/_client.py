@@ -12,7 +12,6 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Self, TypeVar, get_args
@@ -66,7 +65,7 @@ from ._validate import (
     check_time_range,
 )
 
-__all__ = ["DEFAULT_BASE_URL", "EU_BASE_URL", "Client", "RewardsCursor", "walk_rewards"]
+__all__ = ["DEFAULT_BASE_URL", "EU_BASE_URL", "Client"]
 
 logger = logging.getLogger("txc_async")
 
@@ -465,18 +464,23 @@ class Client:
     ) -> AsyncIterator[MiningReward]:
         """Every reward of the range exactly once, newest first, however many there are.
 
-        The API pages at most 10,100 records deep; past that the range's end moves to the
-        oldest date reached and paging goes on from there, skipping what was already returned.
-        Without ``end`` the range ends now, so rewards booked meanwhile do not shift pages.
+        The walk (see ``txc_async._walk.walk_rewards``) narrows the range's end as it goes, so
+        it is never bound by the API's offset limit, and rewards the server books meanwhile at
+        a date the walk has not passed yet come back once, never twice. Without ``end`` the
+        range ends now.
         """
+        from ._walk import REWARD_RECORDS, RewardsCursor, walk_rewards
+
         params = _reward_filters(account, start, end)
         params.setdefault("to", int(time.time()))
-        async for page in walk_rewards(self, RewardsCursor(params)):
+        cursor: RewardsCursor[MiningReward] = RewardsCursor(params)
+        async for page in walk_rewards(self, cursor, REWARD_RECORDS):
             for record in page:
                 yield record
 
-    async def _rewards_page(self, params: Mapping[str, Any]) -> RewardsPage:
-        return await self._call(MINING_REWARDS, params)
+    async def _rewards_page(self, records: Operation[R], params: Mapping[str, Any]) -> R:
+        """One page of rewards decoded by ``records`` (typed or wire records), for the walk."""
+        return await self._call(records, params)
 
     async def mining_hashrate(
         self,
@@ -533,60 +537,3 @@ def _reward_filters(account: object, start: object, end: object) -> dict[str, An
     if hi is not None:
         params["to"] = hi
     return params
-
-
-@dataclass(slots=True)
-class RewardsCursor:
-    """Where a walk through a reward range stands: the range's current end (in ``params``), the
-    offset within it, the oldest date reached with the records returned at it, and the records
-    to skip because an earlier window already returned them."""
-
-    params: dict[str, Any]
-    offset: int = 0
-    last_date: int | None = None
-    at_last_date: list[MiningReward] = field(default_factory=list)
-    skip: set[MiningReward] = field(default_factory=set)
-
-
-async def walk_rewards(client: Client, cursor: RewardsCursor) -> AsyncIterator[list[MiningReward]]:
-    """Every reward of ``cursor.params``'s range exactly once, page by page, newest first.
-
-    The API pages at most 10,100 records deep; past that the range's end moves to the oldest date
-    reached and paging starts again there, skipping the records already returned at that date.
-    ``cursor`` is updated as pages are returned, so a walk can be resumed from it.
-    """
-    new_in_window = 0
-    while True:
-        page = await client._rewards_page(
-            cursor.params | {"limit": _PAGE_LIMIT, "offset": cursor.offset}
-        )
-        fresh: list[MiningReward] = []
-        for record in page.data:
-            if record.date == cursor.last_date:
-                if cursor.skip and record in cursor.skip:
-                    continue
-                cursor.at_last_date.append(record)
-            else:
-                cursor.last_date = record.date
-                cursor.at_last_date = [record]
-                # Only records at the date a window restarted from can come twice.
-                if cursor.skip:
-                    cursor.skip = set()
-            fresh.append(record)
-        new_in_window += len(fresh)
-        cursor.offset += _PAGE_LIMIT
-        last_page = len(page.data) < _PAGE_LIMIT
-        if not last_page and cursor.offset > _MAX_OFFSET:
-            if new_in_window == 0 or cursor.last_date is None:
-                raise TxcError(
-                    f"more than {_MAX_OFFSET + _PAGE_LIMIT} rewards share the date "
-                    f"{cursor.last_date}; the API cannot page through them: name the account"
-                )
-            cursor.params = cursor.params | {"to": cursor.last_date}
-            cursor.offset = 0
-            cursor.skip = set(cursor.at_last_date)
-            new_in_window = 0
-        if fresh:
-            yield fresh
-        if last_page:
-            return

@@ -1,66 +1,77 @@
-"""Backfill into a JSONL or CSV file that survives interruption: a rerun with the same file keeps
-every row, repairs a torn last line, fetches only what is missing, and never writes a row twice."""
+"""Backfills into JSONL, CSV or a Parquet dataset, or streamed to a pipe.
+
+A file output is resumable and extendable: a rerun keeps every row, repairs what an interruption
+cut, fetches only what is missing, never writes a row twice, and a later ``end`` appends only the
+new days. One run at a time holds an output (an OS lock). Rows are written from the wire's
+strings: no ``Decimal`` is built and no amount goes through a float.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 import msgspec
 
-from ._backfill import (
-    ALL_ACCOUNTS_SLICE,
-    PER_ACCOUNT_SLICE,
-    RewardJob,
-    check_backfill_args,
-    plan_reward_jobs,
-    run_reward_jobs,
+from ._backfill import RewardJob, RewardPlan, check_backfill_args, run_reward_jobs
+from ._errors import InvalidParameterError
+from ._lock import OutputLock, OutputLockedError
+from ._parquet import PartWriter, load_pyarrow, part_files
+from ._rowfile import (
+    OutputFileError,
+    RowFile,
+    count_lines,
+    encode_jsonl,
+    ends_whole,
+    read_rows,
+    repair_torn_tail,
 )
-from ._client import Client, RewardsCursor
-from ._errors import InvalidParameterError, TxcError
-from ._models import MiningReward
+from ._walk import WIRE_RECORDS, RewardsCursor, WireReward
 
-__all__ = ["BackfillProgress", "BackfillSummary", "OutputFileError", "backfill_to_file"]
+if TYPE_CHECKING:
+    from ._client import Client
 
-Format = Literal["jsonl", "csv"]
+__all__ = [
+    "BackfillProgress",
+    "BackfillSummary",
+    "OutputFileError",
+    "OutputLockedError",
+    "backfill_to_file",
+    "backfill_to_stream",
+]
 
-CSV_COLUMNS = (
-    "miningAccountName", "totalReward", "reward", "fee", "fppsRate", "hashRate", "date",
-)
+Format = Literal["jsonl", "csv", "parquet"]
+FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
+STATE_VERSION = 2
+
 _encode = msgspec.json.Encoder().encode
-_decode_record = msgspec.json.Decoder(MiningReward).decode
-_decode_plan = msgspec.json.Decoder(dict[str, Any]).decode
-
-
-class OutputFileError(TxcError):
-    """The output file cannot be resumed (another range, another format, or unreadable rows)."""
+_decode_header = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 @dataclass(slots=True)
 class BackfillProgress:
-    """Where a file backfill stands, for a progress display."""
+    """Where a backfill stands, for a progress display."""
 
     records: int = 0
     records_before: int = 0
     jobs_total: int = 0
     jobs_done: int = 0
     fraction: float = 0.0
+    finished: bool = False
     started: float = field(default_factory=time.monotonic)
 
 
 @dataclass(frozen=True, slots=True)
 class BackfillSummary:
-    """What a file backfill did."""
+    """What a backfill did. ``repaired`` says what a rerun found damaged and fixed."""
 
-    path: Path
+    path: Path | None
     records_written: int
     records_before: int
     jobs_total: int
@@ -68,187 +79,297 @@ class BackfillSummary:
     requests: int
     elapsed: float
     accounts: int
+    repaired: str | None = None
+    extended_from: int | None = None
+
+    @property
+    def complete_already(self) -> bool:
+        return self.requests == 0 and self.records_written == 0 and self.jobs_total > 0 and (
+            self.jobs_resumed == 0 and self.repaired is None and self.extended_from is None
+        )
 
 
-def _record_to_csv(record: MiningReward) -> list[str]:
-    return [
-        record.mining_account_name, str(record.total_reward), str(record.reward),
-        str(record.fee), str(record.fpps_rate), record.hash_rate, str(record.date),
-    ]
+def format_moment(seconds: int, *, end: bool = False) -> str:
+    """A date (``2024-12-31``) when ``seconds`` is the day's first second (or last, for an end),
+    else an ISO datetime in UTC."""
+    moment = datetime.fromtimestamp(seconds + (1 if end else 0), UTC)
+    if moment.hour == moment.minute == moment.second == 0:
+        day = datetime.fromtimestamp(seconds, UTC) if end else moment
+        return day.date().isoformat()
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _csv_to_record(row: list[str]) -> MiningReward:
-    account, total, reward, fee, rate, hashrate, date = row
-    return MiningReward(
-        mining_account_name=account, total_reward=Decimal(total), reward=Decimal(reward),
-        fee=Decimal(fee), fpps_rate=Decimal(rate), hash_rate=hashrate, date=int(date),
-    )
-
-
-def _encode_rows(records: Sequence[MiningReward], fmt: Format) -> bytes:
-    if fmt == "jsonl":
-        return b"".join(_encode(r) + b"\n" for r in records)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows(_record_to_csv(r) for r in records)
-    return buffer.getvalue().encode()
-
-
-def _csv_header() -> bytes:
-    return (",".join(CSV_COLUMNS) + "\n").encode()
-
-
-def _repair_torn_tail(path: Path) -> None:
-    """Cut a last line that an interruption left without its newline."""
-    with path.open("rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return
-        # Walk back to the previous newline in blocks.
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            handle.seek(pos - step)
-            block = handle.read(step)
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                handle.truncate(pos - step + cut + 1)
-                break
-            pos -= step
-        else:
-            handle.truncate(0)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _read_rows(path: Path, fmt: Format) -> Iterator[MiningReward]:
-    """The rows of the file, one at a time (the file may hold millions)."""
-    with path.open("rb") as handle:
-        if fmt == "jsonl":
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield _decode_record(line)
-                except msgspec.MsgspecError:
-                    raise OutputFileError(f"{path}: line {number} is not a reward row") from None
-        else:
-            text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
-            reader = csv.reader(text)
-            header = next(reader, None)
-            if header is not None and tuple(header) != CSV_COLUMNS:
-                raise OutputFileError(f"{path}: the first line is not the reward CSV header")
-            for number, row in enumerate(reader, 2):
-                try:
-                    record = _csv_to_record(row)
-                except (ValueError, ArithmeticError):
-                    raise OutputFileError(f"{path}: line {number} is not a reward row") from None
-                yield record
-
-
-def _count_rows(path: Path, fmt: Format) -> int:
-    lines = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            lines += chunk.count(b"\n")
-    return lines - 1 if fmt == "csv" and lines else lines
-
-
-def _job_of(
-    record: MiningReward, start: int, end: int, slice_seconds: int, accounts: Sequence[str] | None
-) -> int | None:
-    if not start <= record.date <= end:
-        return None
-    slice_index = (end - record.date) // slice_seconds
-    if not accounts:
-        return slice_index
-    try:
-        return slice_index * len(accounts) + list(accounts).index(record.mining_account_name)
-    except ValueError:
-        return None
+# -- the state beside an output: the plan on the first line, then one line per finished job ------
 
 
 @dataclass(slots=True)
-class _Resume:
-    cursors: dict[int, RewardsCursor]
-    rows: int
-    accounts: set[str]
+class _State:
+    plan: RewardPlan
+    fmt: Format
+    #: Finished jobs and their rows (``None``: written by a version that did not count).
+    done: dict[int, int | None]
 
 
-def _resume_cursors(
-    jobs: Sequence[RewardJob], rows: Iterable[MiningReward], start: int, end: int,
-    slice_seconds: int, accounts: Sequence[str] | None,
-) -> _Resume:
-    """For every job that has rows in the file, a cursor that continues after them.
+def _header(plan: RewardPlan, fmt: Format) -> bytes:
+    return _encode({
+        "version": STATE_VERSION, "format": fmt, "start": plan.start, "end": plan.end,
+        "extended_from": list(plan.extended_from), "accounts": list(plan.accounts),
+        "slice_seconds": plan.slice_seconds, "shard": list(plan.shard),
+    }) + b"\n"
 
-    A job's rows are written in its newest-first order, so they are a prefix of its walk: it
-    continues from its oldest date, skipping the rows already written at that date.
-    """
-    oldest: dict[int, list[MiningReward]] = {}
-    count = 0
-    names: set[str] = set()
-    for record in rows:
-        count += 1
-        names.add(record.mining_account_name)
-        index = _job_of(record, start, end, slice_seconds, accounts)
-        if index is None:
-            raise OutputFileError(
-                f"a row ({record.mining_account_name}, {record.date}) lies outside this backfill"
-            )
-        found = oldest.get(index)
-        if found is None or record.date < found[0].date:
-            oldest[index] = [record]
-        elif record.date == found[0].date:
-            found.append(record)
-    cursors: dict[int, RewardsCursor] = {}
-    for index, at_date in oldest.items():
-        date = at_date[0].date
-        cursors[index] = RewardsCursor(
-            params=jobs[index].params() | {"to": date},
-            last_date=date,
-            at_last_date=list(at_date),
-            skip=set(at_date),
+
+def _read_state(state_path: Path) -> _State | None:
+    if not state_path.exists():
+        return None
+    # Only whole lines count: a line torn by an interruption is ignored.
+    lines = state_path.read_bytes().split(b"\n")[:-1]
+    if not lines:
+        return None
+    try:
+        head = _decode_header(lines[0])
+        plan = RewardPlan(
+            start=int(head["start"]), end=int(head["end"]),
+            accounts=tuple(str(a) for a in head.get("accounts", ())),
+            slice_seconds=int(head["slice_seconds"]),
+            extended_from=tuple(int(e) for e in head.get("extended_from", ())),
+            shard=(int(head.get("shard", (1, 1))[0]), int(head.get("shard", (1, 1))[1])),
         )
-    return _Resume(cursors, count, names)
+        fmt = head["format"]
+        if fmt not in FORMATS:
+            raise ValueError(fmt)
+        done: dict[int, int | None] = {}
+        for line in lines[1:]:
+            parts = line.split()
+            done[int(parts[0])] = int(parts[1]) if len(parts) > 1 else None
+    except (msgspec.MsgspecError, ValueError, KeyError, TypeError, IndexError):
+        raise OutputFileError(f"{state_path} is damaged; remove it to rescan the output") from None
+    return _State(plan, fmt, done)
+
+
+def _write_state(state_path: Path, state: _State) -> None:
+    """Replace the state file atomically."""
+    temporary = state_path.with_name(f".{state_path.name}.tmp")
+    with temporary.open("wb") as handle:
+        handle.write(_header(state.plan, state.fmt))
+        handle.writelines(
+            (f"{job} {rows}\n" if rows is not None else f"{job}\n").encode()
+            for job, rows in sorted(state.done.items())
+        )
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, state_path)
+
+
+def _accounts_flag(accounts: Sequence[str]) -> str:
+    return " ".join(f"--account {a}" for a in accounts) if accounts else "every account"
+
+
+def _reconcile(saved: _State, wanted: RewardPlan, fmt: Format, out: Path) -> RewardPlan:
+    """The plan to run on an output holding ``saved``: the same one, or extended to a later end.
+    Any other difference is refused in one line naming the flag, the output's value and the way
+    out."""
+    old = saved.plan
+    other = "or choose another --out"
+    if saved.fmt != fmt:
+        raise OutputFileError(
+            f"{out} holds --format {saved.fmt}; rerun with --format {saved.fmt}, {other}"
+        )
+    if old.start != wanted.start:
+        value = format_moment(old.start)
+        raise OutputFileError(
+            f"{out} holds rewards from --start {value}; rerun with --start {value}, {other}"
+        )
+    if old.accounts != wanted.accounts:
+        raise OutputFileError(
+            f"{out} holds {_accounts_flag(old.accounts)}; rerun with "
+            f"{_accounts_flag(old.accounts) if old.accounts else 'no --account'}, {other}"
+        )
+    if old.shard != wanted.shard:
+        value = f"{old.shard[0]}/{old.shard[1]}"
+        raise OutputFileError(f"{out} holds --shard {value}; rerun with --shard {value}, {other}")
+    if wanted.end < old.end:
+        value = format_moment(old.end, end=True)
+        raise OutputFileError(
+            f"{out} already reaches --end {value}; rerun with --end {value} or later, {other}"
+        )
+    if wanted.end == old.end:
+        return old
+    return RewardPlan(
+        old.start, wanted.end, old.accounts, old.slice_seconds,
+        (*old.extended_from, old.end), old.shard,
+    )
+
+
+# -- what an earlier run left ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Prepared:
+    plan: RewardPlan
+    done: dict[int, int | None]
+    cursors: dict[int, RewardsCursor[WireReward]]
+    rows_before: int
+    accounts: set[str]
+    repaired: str | None
+    extended_from: int | None
+    complete: bool = False
+    #: Rows the output holds for each job resumed part-way.
+    job_rows: dict[int, int] = field(default_factory=dict)
+
+
+def _cursors_from_rows(
+    plan: RewardPlan, jobs: Sequence[RewardJob], rows: Iterable[WireReward],
+    done: dict[int, int | None],
+) -> tuple[dict[int, RewardsCursor[WireReward]], dict[int, int], int, set[str]]:
+    """Per job, the rows the output holds, and for each unfinished job a cursor after them.
+
+    A job's rows are written in its walk's order, newest first, so all its rows newer than its
+    oldest written date are complete: it continues from that date, skipping the rows written at
+    it (see ``RewardsCursor``). Only the rows at each job's oldest date are kept in memory.
+    """
+    oldest: dict[int, tuple[int, list[WireReward]]] = {}
+    counts: dict[int, int] = {}
+    total = 0
+    names: set[str] = set()
+    for row in rows:
+        total += 1
+        names.add(row.mining_account_name)
+        index = plan.job_of(row)
+        if index is None or not plan.mine(jobs[index]):
+            raise OutputFileError(
+                f"a row ({row.mining_account_name}, {format_moment(row.date)}) lies outside "
+                "this backfill"
+            )
+        counts[index] = counts.get(index, 0) + 1
+        if index in done:
+            continue
+        found = oldest.get(index)
+        if found is None or row.date < found[0]:
+            oldest[index] = (row.date, [row])
+        elif row.date == found[0]:
+            found[1].append(row)
+    cursors: dict[int, RewardsCursor[WireReward]] = {}
+    for index, (date, at_date) in oldest.items():
+        seen = set(at_date)
+        cursors[index] = RewardsCursor(jobs[index].params() | {"to": date}, len(seen), seen)
+    return cursors, counts, total, names
 
 
 def _prepare(
-    path: Path, state_path: Path, fmt: Format, plan: dict[str, Any], jobs: Sequence[RewardJob],
-    start: int, end: int, slice_seconds: int, accounts: Sequence[str] | None,
-) -> BackfillSummary | tuple[set[int], _Resume]:
-    """Check and repair what an earlier run left; the finished jobs and where the others stand.
+    out: Path, state_path: Path, fmt: Format, wanted: RewardPlan
+) -> _Prepared:
+    """Check, extend and repair what an earlier run left (the lock is held)."""
+    saved = _read_state(state_path)
+    if fmt == "parquet":
+        has_rows = bool(part_files(out))
+    else:
+        has_rows = out.exists() and out.stat().st_size > 0
+    plan = wanted
+    done: dict[int, int | None] = {}
+    extended_from: int | None = None
+    # An output without rows (never written, or removed) starts afresh whatever the state says.
+    if saved is not None and has_rows:
+        plan = _reconcile(saved, wanted, fmt, out)
+        done = dict(saved.done)
+        if plan.end != saved.plan.end:
+            extended_from = saved.plan.end
+    state = _State(plan, fmt, done)
+    jobs = plan.jobs()
+    mine = [job for job in jobs if plan.mine(job)]
+    if fmt == "parquet":
+        return _prepare_parquet(out, state_path, state, jobs, mine, extended_from, saved)
+    repaired: str | None = None
+    if has_rows and all(job.index in done for job in mine):
+        counts_known = all(done[job.index] is not None for job in mine)
+        expected = sum(done[job.index] or 0 for job in mine)
+        lines = count_lines(out) - (1 if fmt == "csv" else 0)
+        if ends_whole(out) and (not counts_known or lines == expected):
+            if saved is None or saved.plan != plan:
+                _write_state(state_path, state)
+            return _Prepared(plan, done, {}, lines, set(), None, None, complete=True)
+        repaired = (
+            "its last line was cut" if not ends_whole(out)
+            else f"it held {lines:,} rows where {expected:,} were written"
+        )
+    if has_rows and repair_torn_tail(out) and repaired is None:
+        repaired = "its last line was cut"
+    rows: Iterable[WireReward] = read_rows(out, fmt) if has_rows else ()
+    cursors, counts, total, names = _cursors_from_rows(plan, jobs, rows, done)
+    # A finished job whose rows the output no longer holds in full is walked again.
+    lost = [
+        index for index, rows_done in done.items()
+        if rows_done is not None and counts.get(index, 0) != rows_done
+    ]
+    if lost:
+        for index in lost:
+            del done[index]
+        # Its remaining rows are a prefix of its walk: rebuild its cursor from them.
+        again, _, _, _ = _cursors_from_rows(plan, jobs, read_rows(out, fmt), done)
+        cursors.update({i: c for i, c in again.items() if i in lost})
+    if saved is None or saved.plan != plan or lost or not has_rows:
+        if not has_rows:
+            state.done = done = {}
+        _write_state(state_path, state)
+    return _Prepared(
+        plan, done, cursors, total, names, repaired, extended_from,
+        job_rows={index: counts.get(index, 0) for index in cursors},
+    )
 
-    A summary instead when the file is already complete (then nothing is touched).
-    """
-    done: set[int] = set()
-    rows: Iterable[MiningReward] = ()
-    if path.exists() and path.stat().st_size > 0:
-        if state_path.exists():
-            # Only whole lines count: a line torn by an interruption is ignored.
-            lines = state_path.read_bytes().split(b"\n")[:-1]
-            try:
-                saved = _decode_plan(lines[0]) if lines else None
-                done = {int(line) for line in lines[1:]}
-            except (msgspec.MsgspecError, ValueError):
-                raise OutputFileError(f"{state_path} is damaged; remove it to rescan") from None
-            if saved is not None and saved != plan:
-                raise OutputFileError(
-                    f"{path} holds a different backfill ({saved}); choose another --out"
-                )
-        if len(done) == len(jobs):
-            return BackfillSummary(path, 0, _count_rows(path, fmt), len(jobs), 0, 0, 0.0, 0)
-        _repair_torn_tail(path)
-        rows = _read_rows(path, fmt)
-    else:
-        path.write_bytes(_csv_header() if fmt == "csv" else b"")
-    if not done:
-        state_path.write_bytes(_encode(plan) + b"\n")
-    else:
-        _repair_torn_tail(state_path)
-    return done, _resume_cursors(jobs, rows, start, end, slice_seconds, accounts)
+
+def _prepare_parquet(
+    out: Path, state_path: Path, state: _State, jobs: Sequence[RewardJob],
+    mine: Sequence[RewardJob], extended_from: int | None, saved: _State | None,
+) -> _Prepared:
+    """Parquet resumes by piece: finished pieces are checked against their part files' row
+    counts; a piece that did not finish is removed and walked again."""
+    writer = PartWriter(out)
+    for stray in out.glob(".part-*.tmp"):
+        stray.unlink()
+    done = state.done
+    repaired: list[str] = []
+    for job in jobs:
+        if job.index in done:
+            rows = writer.rows_of(job.index)
+            if done[job.index] is not None and rows != done[job.index]:
+                repaired.append(f"piece {job.index} held {rows:,} of {done[job.index]:,} rows")
+                writer.remove(job.index)
+                del done[job.index]
+        elif part_files(out, job.index):
+            writer.remove(job.index)
+    kept = sum(n or 0 for n in done.values())
+    complete = all(job.index in done for job in mine)
+    if saved is None or saved.plan != state.plan or repaired:
+        _write_state(state_path, state)
+    return _Prepared(
+        state.plan, done, {}, kept, set(), "; ".join(repaired) or None, extended_from,
+        complete=complete and not repaired and extended_from is None,
+    )
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def _paths(out: Path, fmt: Format) -> tuple[Path, Path]:
+    """The state file and the lock file of an output."""
+    if fmt == "parquet":
+        return out / "_progress", out / ".lock"
+    return out.with_name(out.name + ".progress"), out.with_name(out.name + ".lock")
+
+
+def _make_directory(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def _check(fmt: object, shard: object) -> tuple[Format, tuple[int, int]]:
+    if fmt not in FORMATS:
+        raise InvalidParameterError("fmt", "must be 'jsonl', 'csv' or 'parquet'")
+    if (
+        not isinstance(shard, tuple) or len(shard) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in shard)
+        or not 1 <= shard[0] <= shard[1]
+    ):
+        raise InvalidParameterError("shard", "must be (i, n) with 1 <= i <= n")
+    return fmt, (shard[0], shard[1])
 
 
 async def backfill_to_file(
@@ -260,66 +381,150 @@ async def backfill_to_file(
     fmt: Format = "jsonl",
     accounts: Sequence[str] | None = None,
     concurrency: int = 8,
+    shard: tuple[int, int] = (1, 1),
     on_progress: Callable[[BackfillProgress], None] | None = None,
 ) -> BackfillSummary:
-    """Backfill rewards of ``start..end`` into ``path``, resuming what an earlier run left."""
-    start, end, accounts, concurrency = check_backfill_args(start, end, accounts, concurrency)
-    if fmt not in ("jsonl", "csv"):
-        raise InvalidParameterError("fmt", "must be 'jsonl' or 'csv'")
-    slice_seconds = PER_ACCOUNT_SLICE if accounts else ALL_ACCOUNTS_SLICE
-    jobs = plan_reward_jobs(start, end, accounts, slice_seconds)
-    plan = {
-        "start": start, "end": end, "accounts": list(accounts or []),
-        "slice_seconds": slice_seconds, "format": fmt,
-    }
-    state_path = path.with_name(path.name + ".progress")
-    # Reading what an earlier run left may take a while for a large file: off the event loop.
-    prepared = await asyncio.to_thread(
-        _prepare, path, state_path, fmt, plan, jobs, start, end, slice_seconds, accounts
-    )
-    if isinstance(prepared, BackfillSummary):
-        return prepared
-    done, resume = prepared
-    cursors = resume.cursors
-    pending = [job for job in jobs if job.index not in done]
+    """Backfill rewards of ``start..end`` into ``path`` (a directory for Parquet), resuming or
+    extending what an earlier run left. ``shard=(i, n)`` takes the ``i``-th of ``n`` fixed shares
+    of the pieces, for ``n`` machines sharing one range."""
+    start, end, names, concurrency = check_backfill_args(start, end, accounts, concurrency)
+    fmt, shard = _check(fmt, shard)
+    wanted = RewardPlan(start, end, tuple(names or ()), shard=shard)
+    if fmt == "parquet":
+        load_pyarrow()
+        _make_directory(path)
+    state_path, lock_path = _paths(path, fmt)
+    with OutputLock(lock_path, path):
+        # Reading what an earlier run left may take a while for a large output: off the loop.
+        prepared = await asyncio.to_thread(_prepare, path, state_path, fmt, wanted)
+        plan = prepared.plan
+        mine = [job for job in plan.jobs() if plan.mine(job)]
+        if prepared.complete:
+            return BackfillSummary(
+                path, 0, prepared.rows_before, len(mine), 0, 0, 0.0, 0, None, None
+            )
+        return await _run(client, path, fmt, state_path, prepared, mine, concurrency, on_progress)
+
+
+async def _run(
+    client: Client, path: Path, fmt: Format, state_path: Path, prepared: _Prepared,
+    mine: Sequence[RewardJob], concurrency: int,
+    on_progress: Callable[[BackfillProgress], None] | None,
+) -> BackfillSummary:
+    done = prepared.done
+    pending = [job for job in mine if job.index not in done]
     progress = BackfillProgress(
-        records_before=resume.rows, jobs_total=len(jobs), jobs_done=len(done)
+        records_before=prepared.rows_before, jobs_total=len(mine),
+        jobs_done=len(mine) - len(pending),
     )
-    accounts_seen = resume.accounts
+    accounts_seen = prepared.accounts
     coverage: dict[int, float] = {}
+    job_rows: dict[int, int] = {}
     requests_before = client.stats.requests
     began = time.monotonic()
-    with path.open("ab") as out, state_path.open("ab") as state:
-        async for job, page, finished in run_reward_jobs(
-            client, pending, concurrency=concurrency, cursors=cursors
-        ):
-            if page:
-                out.write(_encode_rows(page, fmt))
-                progress.records += len(page)
-                accounts_seen.update(r.mining_account_name for r in page)
-                span = max(1, job.end - job.start)
-                coverage[job.index] = (job.end - page[-1].date) / span
-            if finished:
-                # The rows reach the disk before the job is marked done.
-                out.flush()
-                os.fsync(out.fileno())
-                state.write(b"%d\n" % job.index)
-                state.flush()
-                os.fsync(state.fileno())
-                progress.jobs_done += 1
-                coverage.pop(job.index, None)
-            if on_progress is not None:
-                progress.fraction = (progress.jobs_done + sum(coverage.values())) / len(jobs)
-                on_progress(progress)
-        out.flush()
-        os.fsync(out.fileno())
+    parts = PartWriter(path) if fmt == "parquet" else None
+    rows_file = RowFile(path, fmt) if fmt != "parquet" else None
+    # Rows already in the output for jobs resumed part-way.
+    job_rows.update(prepared.job_rows)
+    try:
+        with state_path.open("ab") as state:
+            async for job, page, finished in run_reward_jobs(
+                client, pending, concurrency=concurrency, records=WIRE_RECORDS,
+                cursors=prepared.cursors,
+            ):
+                if page:
+                    if parts is not None:
+                        parts.write(job.index, page)
+                    else:
+                        assert rows_file is not None
+                        rows_file.write(page)
+                    job_rows[job.index] = job_rows.get(job.index, 0) + len(page)
+                    progress.records += len(page)
+                    accounts_seen.update(r.mining_account_name for r in page)
+                    span = max(1, job.end - job.start)
+                    coverage[job.index] = (job.end - page[-1].date) / span
+                if finished:
+                    # The rows reach the disk before the job is marked done.
+                    if parts is not None:
+                        parts.finish(job.index)
+                    else:
+                        assert rows_file is not None
+                        rows_file.sync()
+                    state.write(b"%d %d\n" % (job.index, job_rows.pop(job.index, 0)))
+                    state.flush()
+                    os.fsync(state.fileno())
+                    progress.jobs_done += 1
+                    coverage.pop(job.index, None)
+                if on_progress is not None:
+                    progress.fraction = (
+                        (progress.jobs_done + sum(coverage.values())) / len(mine) if mine else 1.0
+                    )
+                    on_progress(progress)
+    finally:
+        if rows_file is not None:
+            rows_file.close()
+    progress.fraction = 1.0
+    progress.finished = True
+    if on_progress is not None:
+        on_progress(progress)
     return BackfillSummary(
         path=path,
         records_written=progress.records,
-        records_before=resume.rows,
-        jobs_total=len(jobs),
-        jobs_resumed=len(cursors),
+        records_before=prepared.rows_before,
+        jobs_total=len(mine),
+        jobs_resumed=len(prepared.cursors),
         requests=client.stats.requests - requests_before,
         elapsed=time.monotonic() - began,
         accounts=len(accounts_seen),
+        repaired=prepared.repaired,
+        extended_from=prepared.extended_from,
+    )
+
+
+async def backfill_to_stream(
+    client: Client,
+    *,
+    start: int,
+    end: int,
+    stream: BinaryIO,
+    accounts: Sequence[str] | None = None,
+    concurrency: int = 8,
+    shard: tuple[int, int] = (1, 1),
+    on_progress: Callable[[BackfillProgress], None] | None = None,
+) -> BackfillSummary:
+    """Stream the rewards of ``start..end`` to ``stream`` as JSON lines, page by page (no state,
+    no resume): for pipelines such as ``| jq`` or ``| duckdb``."""
+    start, end, names, concurrency = check_backfill_args(start, end, accounts, concurrency)
+    _, shard = _check("jsonl", shard)
+    plan = RewardPlan(start, end, tuple(names or ()), shard=shard)
+    mine = [job for job in plan.jobs() if plan.mine(job)]
+    progress = BackfillProgress(jobs_total=len(mine))
+    coverage: dict[int, float] = {}
+    accounts_seen: set[str] = set()
+    requests_before = client.stats.requests
+    began = time.monotonic()
+    async for job, page, finished in run_reward_jobs(
+        client, mine, concurrency=concurrency, records=WIRE_RECORDS
+    ):
+        if page:
+            stream.write(encode_jsonl(page))
+            stream.flush()
+            progress.records += len(page)
+            accounts_seen.update(r.mining_account_name for r in page)
+            coverage[job.index] = (job.end - page[-1].date) / max(1, job.end - job.start)
+        if finished:
+            progress.jobs_done += 1
+            coverage.pop(job.index, None)
+        if on_progress is not None:
+            progress.fraction = (
+                (progress.jobs_done + sum(coverage.values())) / len(mine) if mine else 1.0
+            )
+            on_progress(progress)
+    progress.fraction = 1.0
+    progress.finished = True
+    if on_progress is not None:
+        on_progress(progress)
+    return BackfillSummary(
+        None, progress.records, 0, len(mine), 0, client.stats.requests - requests_before,
+        time.monotonic() - began, len(accounts_seen),
     )

@@ -1,32 +1,69 @@
-"""The ``txc-async`` command line: ping, balance, resumable backfills, the sandbox, a demo."""
+"""The ``txc-async`` command line: ping, balance, resumable backfills, the sandbox, a demo.
+
+Errors are one line, ``txc-async: error: ...``, exit status 2 for a usage error and 1 for a
+failure. Progress and summaries go to stderr; stdout carries only results (or the rows of
+``--out -``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import random
+import shutil
+import stat
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import BinaryIO, Never, NoReturn, TextIO
 
+import aiohttp
+from tqdm import tqdm
+
+from . import __version__
 from ._client import Client
-from ._errors import InvalidParameterError, TxcError
-from ._export import BackfillProgress, BackfillSummary, Format, backfill_to_file
+from ._errors import TxcError
+from ._export import (
+    FORMATS,
+    BackfillProgress,
+    BackfillSummary,
+    Format,
+    backfill_to_file,
+    backfill_to_stream,
+    format_moment,
+)
+from ._limiter_url import limiter_from_url
+from ._ratelimit import Limiter
 from ._validate import ACCOUNT_NAME, ACCOUNT_NAME_RULE
 
 __all__ = ["main"]
 
 PROG = "txc-async"
+#: How often a progress display that is not a terminal prints a line.
+PLAIN_PROGRESS_EVERY = 10.0
 
 
 class _Parser(argparse.ArgumentParser):
     """Reports a usage error in one line instead of the usage text and a traceback."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every option's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, argparse.SUPPRESS, False) or "default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
 def _parse_time(text: str, *, end_of_day: bool) -> int:
@@ -65,6 +102,12 @@ def _end(text: str) -> int:
     return _parse_time(text, end_of_day=True)
 
 
+def last_whole_day_end(now: float | None = None) -> int:
+    """The last second of the last whole UTC day: settled days do not change."""
+    moment = time.time() if now is None else now
+    return int(moment) // 86_400 * 86_400 - 1
+
+
 def _whole(low: int, high: int) -> Callable[[str], int]:
     """An argument type: a whole number from ``low`` to ``high``."""
 
@@ -80,128 +123,344 @@ def _whole(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N, e.g. 1/4") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be from 1 to N")
+    return i, n
+
+
+def _account(text: str) -> str:
+    if not ACCOUNT_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: {ACCOUNT_NAME_RULE}")
+    return text
+
+
+def _limiter(text: str) -> str:
+    try:
+        limiter_from_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 _concurrency = _whole(1, 256)
 _accounts = _whole(1, 100_000)
+_days = _whole(1, 36_500)
 _port = _whole(0, 65535)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=PROG,
+        prog=PROG, formatter_class=_Help,
         description="Client of the exchange API v4. Credentials come from TXC_API_KEY, "
         "TXC_API_SECRET and TXC_BASE_URL.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    commands.add_parser("ping", help="check that the API answers")
-    commands.add_parser("balance", help="print the main-account balance")
+    commands.add_parser("ping", help="check that the API answers", formatter_class=_Help)
+    commands.add_parser("balance", help="print the main-account balance", formatter_class=_Help)
     backfill = commands.add_parser(
-        "backfill-rewards",
-        help="write every mining reward of a date range to a file (rerun to resume)",
+        "backfill-rewards", formatter_class=_Help,
+        help="write every mining reward of a date range to a file (rerun to resume or extend)",
+        description="Write every mining reward of a date range to a file, a Parquet dataset "
+        "directory or stdout. Rerunning the same command resumes where it stopped; a later "
+        "--end (or none) appends only the new days.",
     )
-    backfill.add_argument("--start", required=True, type=_start, help="first day, e.g. 2024-01-01")
-    backfill.add_argument("--end", required=True, type=_end, help="last day, e.g. 2024-12-31")
+    backfill.add_argument("--start", required=True, type=_start,
+                          help="first day (UTC), e.g. 2024-01-01")
     backfill.add_argument(
-        "--account", action="append", default=None, metavar="NAME",
-        help="only this mining account (repeat for several); default: every account",
+        "--end", type=_end, default=None,
+        help="last day (UTC), e.g. 2024-12-31 (default: the last whole UTC day)",
     )
-    backfill.add_argument("--out", required=True, type=Path, help="output file")
-    backfill.add_argument("--format", choices=("jsonl", "csv"), default=None,
-                          help="default: from the file's extension, else jsonl")
-    backfill.add_argument("--concurrency", type=_concurrency, default=8)
-    sandbox = commands.add_parser("sandbox", help="serve the embedded simulator on 127.0.0.1")
-    sandbox.add_argument("--port", type=_port, default=8080)
+    backfill.add_argument(
+        "--account", action="append", type=_account, default=None, metavar="NAME",
+        help="only this mining account, repeat for several (default: every account)",
+    )
+    backfill.add_argument(
+        "--out", required=True,
+        help="output file, Parquet dataset directory, or - for JSON lines on stdout",
+    )
+    backfill.add_argument(
+        "--format", choices=FORMATS, default=None,
+        help="default: from --out (.csv: csv, .parquet or a directory: parquet, else jsonl)",
+    )
+    backfill.add_argument("--concurrency", type=_concurrency, default=8,
+                          help="pieces walked at once")
+    backfill.add_argument(
+        "--limiter", type=_limiter, default=os.environ.get("TXC_LIMITER") or "memory://",
+        help="where rate-limit budgets live: memory:// or redis://host:port/db, shared by every "
+        "process using it (environment: TXC_LIMITER)",
+    )
+    backfill.add_argument(
+        "--shard", type=_shard, default=(1, 1), metavar="I/N",
+        help="take the I-th of N fixed shares of the pieces (one per machine); default 1/1",
+    )
+    sandbox = commands.add_parser("sandbox", help="serve the embedded simulator on 127.0.0.1",
+                                  formatter_class=_Help)
+    sandbox.add_argument("--port", type=_port, default=8080, help="port on 127.0.0.1")
+    sandbox.add_argument("--accounts", type=_accounts, default=40, help="mining accounts")
+    sandbox.add_argument("--days", type=_days, default=731,
+                         help="days of daily rewards from 2024-01-01")
+    sandbox.add_argument(
+        "--live", action="store_true",
+        help="book new rewards while serving (one per second: today's, and one at a random "
+        "day of the range), as the live service does",
+    )
     demo = commands.add_parser(
-        "demo", help="backfill a year of rewards from the embedded sandbox and print a summary"
+        "demo", formatter_class=_Help,
+        help="backfill a year of rewards from the embedded sandbox and print a summary",
     )
-    demo.add_argument("--year", type=int, default=2024)
+    demo.add_argument("--year", type=int, default=2024, help="the year to backfill")
     demo.add_argument(
         "--accounts", type=_accounts, default=300,
-        help="mining accounts the sandbox serves (default 300: enough to reach the rate limit)",
+        help="mining accounts the sandbox serves (enough to reach the rate limit)",
     )
-    demo.add_argument("--concurrency", type=_concurrency, default=8)
+    demo.add_argument("--concurrency", type=_concurrency, default=8, help="pieces walked at once")
     return parser
 
 
-class _ProgressLine:
-    """A one-line progress display on a terminal: records, requests, rate, time left."""
+class Progress:
+    """The progress of a backfill on stderr, drawn by tqdm.
 
-    def __init__(self, client: Client, stream: TextIO) -> None:
+    On a terminal the bar is redrawn at least once a second (a ticker keeps it moving while no
+    page arrives) and says when requests wait for rate-limit budget and for about how long; on
+    anything else a plain line is printed every ``PLAIN_PROGRESS_EVERY`` seconds. It ends at 100 %.
+    """
+
+    def __init__(
+        self, client: Client, stream: TextIO, *, label: str = "backfill",
+        terminal: bool | None = None, plain_every: float = PLAIN_PROGRESS_EVERY,
+    ) -> None:
         self._client = client
         self._stream = stream
-        self._last = 0.0
-        self._shown = False
+        self._terminal = stream.isatty() if terminal is None else terminal
+        self._plain_every = plain_every
+        self._label = label
+        self._progress = BackfillProgress()
+        self._samples: deque[tuple[float, int]] = deque(
+            [(time.monotonic(), client.stats.requests)]
+        )
+        self._last_plain = time.monotonic()
+        self._bar: tqdm[Never] | None = None
+        if self._terminal:
+            size = shutil.get_terminal_size()
+            self._bar = tqdm(
+                total=100, file=stream, desc=label, unit="%",
+                # A terminal that reports no size (0 x 0) gets the usual 80 x 24 instead of
+                # no bar at all.
+                ncols=size.columns, nrows=size.lines,
+                bar_format="{desc}: {percentage:5.1f}%|{bar:12}| {elapsed}{postfix}",
+                mininterval=0.2,
+            )
+        self._ticker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            self._draw()
 
     def __call__(self, progress: BackfillProgress) -> None:
-        now = time.monotonic()
-        if now - self._last < 0.2:
-            return
-        self._last = now
-        elapsed = now - progress.started
+        self._progress = progress
+        if progress.finished:
+            self._draw(force=True)
+
+    def status(self, now: float | None = None) -> str:
+        """The postfix: records, requests, rate, and what the run is waiting for."""
+        now = time.monotonic() if now is None else now
+        progress = self._progress
         requests = self._client.stats.requests
-        rate = progress.records / elapsed if elapsed > 0 else 0.0
-        left = "?"
-        if progress.fraction > 0.01:
-            remaining = elapsed * (1 - progress.fraction) / progress.fraction
-            left = f"{remaining:,.0f} s"
-        self._stream.write(
-            f"\r{progress.fraction:6.1%}  {progress.records_before + progress.records:,} records"
-            f"  {requests:,} requests  {rate:,.0f} records/s  {left} left   "
+        samples = self._samples
+        samples.append((now, requests))
+        limit = self._client.rate_limits["mining_rewards"]
+        while len(samples) > 2 and samples[1][0] <= now - limit.per_seconds - 1:
+            samples.popleft()
+        elapsed = max(now - progress.started, 1e-9)
+        parts = [
+            f"{progress.records_before + progress.records:,} records",
+            f"{requests:,} requests",
+            f"{progress.records / elapsed:,.0f} records/s",
+        ]
+        if progress.finished:
+            return ", ".join(parts)
+        # Requests this client sent in the last window of the scope's budget.
+        quiet_since = next(
+            (t for t, n in reversed(samples) if n != requests), samples[0][0]
         )
-        self._stream.flush()
-        self._shown = True
+        # The count at the window's start: the last sample at or before it, else the first.
+        base = samples[0][1]
+        for t, n in samples:
+            if t > now - limit.per_seconds:
+                break
+            base = n
+        sent = requests - base
+        # What the run waits for comes first, so that a narrow terminal still shows it.
+        if now - quiet_since >= 1.0 and sent >= limit.max_requests:
+            # Budget returns when the request max_requests back leaves the window.
+            target = requests - limit.max_requests + 1
+            freed = next((t for t, n in samples if n >= target), now) + limit.per_seconds
+            parts.insert(0, f"waiting for rate-limit budget, ~{max(0.0, freed - now):.0f} s")
+        elif now - quiet_since >= 2.0:
+            parts.insert(0, f"waiting for answers ({now - quiet_since:.0f} s)")
+        elif progress.fraction > 0.01:
+            left = elapsed * (1 - progress.fraction) / progress.fraction
+            parts.append(f"~{left:,.0f} s left")
+        return ", ".join(parts)
+
+    def _draw(self, force: bool = False) -> None:
+        percent = 100.0 * (1.0 if self._progress.finished else min(self._progress.fraction, 1.0))
+        now = time.monotonic()
+        if self._bar is not None:
+            self._bar.n = percent
+            self._bar.set_postfix_str(self.status(now), refresh=False)
+            self._bar.refresh()
+            return
+        if force or now - self._last_plain >= self._plain_every:
+            self._last_plain = now
+            line = tqdm.format_meter(
+                percent, 100, now - self._progress.started, prefix=self._label,
+                bar_format="{desc}: {percentage:5.1f}% after {elapsed}{postfix}",
+                postfix=self.status(now),
+            )
+            print(line, file=self._stream, flush=True)
 
     def close(self) -> None:
-        if self._shown:
-            self._stream.write("\n")
-            self._stream.flush()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
-def _print_summary(summary: BackfillSummary, stream: TextIO) -> None:
-    if summary.requests == 0 and summary.records_written == 0 and summary.jobs_resumed == 0:
-        print(f"{summary.path}: already complete ({summary.records_before:,} records); "
-              "nothing to fetch", file=stream)
-        return
-    print(
-        f"{summary.path}: {summary.records_written:,} records written"
-        + (f" after {summary.records_before:,} kept from before" if summary.records_before else "")
-        + f", {summary.accounts} accounts, {summary.requests:,} requests, "
-        f"{summary.elapsed:.1f} s",
-        file=stream,
-    )
+def _summary_line(summary: BackfillSummary, where: str) -> str:
+    if summary.complete_already:
+        return (f"{where}: already complete ({summary.records_before:,} records); "
+                "nothing to fetch")
+    parts = [f"{where}: {summary.records_written:,} records written"]
+    if summary.records_before:
+        parts[0] += f" after {summary.records_before:,} kept from before"
+    if summary.repaired:
+        parts.append(f"repaired ({summary.repaired})")
+    if summary.extended_from is not None:
+        parts.append(f"extended from {format_moment(summary.extended_from, end=True)}")
+    parts += [f"{summary.accounts} accounts", f"{summary.requests:,} requests",
+              f"{summary.elapsed:.1f} s"]
+    return ", ".join(parts)
+
+
+def _output_format(out: str, chosen: str | None) -> Format:
+    if out == "-":
+        if chosen not in (None, "jsonl"):
+            raise _UsageError("--out - streams JSON lines; use --format jsonl or a file")
+        return "jsonl"
+    if chosen is not None:
+        return chosen  # type: ignore[return-value]
+    path = Path(out)
+    if path.suffix.lower() == ".csv":
+        return "csv"
+    if path.suffix.lower() == ".parquet" or path.is_dir():
+        return "parquet"
+    return "jsonl"
+
+
+class _UsageError(Exception):
+    """A command-line mistake found after parsing: exit status 2."""
 
 
 async def _backfill(args: argparse.Namespace) -> int:
-    path: Path = args.out
-    fmt: Format = args.format or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
-    if args.start > args.end:
-        raise InvalidParameterError("--start", "must not be after --end")
-    for name in args.account or ():
-        if not ACCOUNT_NAME.fullmatch(name):
-            raise InvalidParameterError("--account", f"{name!r}: {ACCOUNT_NAME_RULE}")
-    async with Client.from_env() as client:
-        display = _ProgressLine(client, sys.stderr) if sys.stderr.isatty() else None
+    end = last_whole_day_end() if args.end is None else args.end
+    if args.start > end:
+        raise _UsageError(
+            f"--start {format_moment(args.start)} is after --end {format_moment(end, end=True)}"
+            + (" (the last whole UTC day, the default)" if args.end is None else "")
+        )
+    # A pipe, a terminal or /dev/stdout is streamed to: it has no place for state.
+    streaming = args.out == "-" or _is_stream(args.out)
+    fmt = _output_format("-" if streaming else args.out, args.format)
+    limiter: Limiter = limiter_from_url(args.limiter)
+    async with Client.from_env(limiter=limiter) as client:
+        display = Progress(client, sys.stderr)
+        display.start()
         try:
-            summary = await backfill_to_file(
-                client, start=args.start, end=args.end, path=path, fmt=fmt,
-                accounts=args.account, concurrency=args.concurrency, on_progress=display,
-            )
+            if streaming:
+                with contextlib.ExitStack() as stack:
+                    stream: BinaryIO = (
+                        sys.stdout.buffer if args.out == "-"
+                        else stack.enter_context(open(args.out, "wb"))  # noqa: ASYNC230
+                    )
+                    summary = await backfill_to_stream(
+                        client, start=args.start, end=end, stream=stream,
+                        accounts=args.account, concurrency=args.concurrency, shard=args.shard,
+                        on_progress=display,
+                    )
+            else:
+                summary = await backfill_to_file(
+                    client, start=args.start, end=end, path=Path(args.out), fmt=fmt,
+                    accounts=args.account, concurrency=args.concurrency, shard=args.shard,
+                    on_progress=display,
+                )
         finally:
-            if display is not None:
-                display.close()
-    _print_summary(summary, sys.stdout)
+            display.close()
+    print(_summary_line(summary, "stdout" if args.out == "-" else args.out), file=sys.stderr)
     return 0
 
 
-async def _sandbox(port: int) -> int:
+def _is_stream(out: str) -> bool:
+    """Whether ``out`` names something other than a regular file or a directory."""
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+async def _book_live(box: object, stop: asyncio.Event) -> None:
+    """Book rewards while the sandbox serves: today's (dated 00:00 UTC today) and one at a
+    random day of the range, each second."""
     from .sandbox import Sandbox
 
-    async with Sandbox(port=port) as box:
-        print(f"sandbox serving on {box.url}")
+    assert isinstance(box, Sandbox)
+    book = box.rewards
+    chance = random.Random(box.seed)
+    while not stop.is_set():
+        today = int(time.time()) // 86_400 * 86_400
+        book.book(chance.choice(book.names), today)
+        day = book.start + chance.randrange(max(1, book.count // book.per_day)) * 86_400
+        book.book(chance.choice(book.names), day)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+
+
+async def _sandbox(args: argparse.Namespace) -> int:
+    from .sandbox import Sandbox
+
+    async with Sandbox(port=args.port, mining_accounts=args.accounts,
+                       rewards_days=args.days) as box:
+        print(f"sandbox serving on {box.url}: {args.accounts} mining accounts, {args.days} days "
+              f"of rewards from {format_moment(box.rewards.start)}"
+              + (", booking new rewards live" if args.live else ""))
         print(f"export TXC_BASE_URL={box.url}")
         print(f"export TXC_API_KEY={box.api_key}")
         print(f"export TXC_API_SECRET={box.api_secret}")
+        print(f"# OAuth: client_id={box.oauth_client_id} client_secret={box.oauth_client_secret} "
+              f"refresh_token={box.oauth_refresh_token}")
         print("press Ctrl-C to stop", flush=True)
-        await asyncio.Event().wait()
+        stop = asyncio.Event()
+        booking = asyncio.create_task(_book_live(box, stop)) if args.live else None
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stop.set()
+            if booking is not None:
+                await booking
     return 0
 
 
@@ -216,19 +475,28 @@ async def _demo(year: int, accounts: int, concurrency: int) -> int:
         ) as client:
             with tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / f"rewards-{year}.jsonl"
-                display = _ProgressLine(client, sys.stderr) if sys.stderr.isatty() else None
+                limit = client.rate_limits["mining_rewards"]
+                print(
+                    f"demo: the embedded sandbox serves {accounts} mining accounts on {box.url};\n"
+                    f"      backfilling every reward of {year} ({format_moment(start)} to "
+                    f"{format_moment(end, end=True)}) into {path}\n"
+                    f"      with {concurrency} pieces at once, within the sandbox's rate limit "
+                    f"of {limit.max_requests} requests per {limit.per_seconds:g} s "
+                    "(progress on stderr)",
+                    flush=True,
+                )
+                display = Progress(client, sys.stderr, label="demo")
+                display.start()
                 try:
                     summary = await backfill_to_file(
                         client, start=start, end=end, path=path, concurrency=concurrency,
                         on_progress=display,
                     )
                 finally:
-                    if display is not None:
-                        display.close()
+                    display.close()
                 with path.open("rb") as handle:
                     lines = handle.read().splitlines()
                 unique = len(set(lines))
-        limit = client.rate_limits["mining_rewards"]
         peak = box.stats.max_in_window("mining_rewards", limit.per_seconds)
         stats = box.stats
     print(f"backfill of every mining account of the sandbox, {year}, concurrency {concurrency}")
@@ -265,8 +533,29 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "backfill-rewards":
         return await _backfill(args)
     if args.command == "sandbox":
-        return await _sandbox(args.port)
+        return await _sandbox(args)
     return await _demo(args.year, args.accounts, args.concurrency)
+
+
+def describe(exc: BaseException) -> str:
+    """An error in one line; a connection failure names host:port and the reason."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, aiohttp.ClientConnectorError):
+            error = seen.os_error
+            reason = (
+                os.strerror(error.errno) if error.errno else str(error) or type(error).__name__
+            )
+            return f"cannot connect to {seen.host}:{seen.port}: {reason}"
+        seen = seen.__cause__ or seen.__context__
+    return str(exc)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -275,11 +564,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; rerun the same command to resume", file=sys.stderr)
+        resumable = (
+            args.command == "backfill-rewards" and args.out != "-" and not _is_stream(args.out)
+        )
+        print(f"{PROG}: interrupted" + ("; rerun the same command to resume" if resumable
+                                        else ""), file=sys.stderr)
         return 130
-    except (TxcError, OSError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
+    except BrokenPipeError:
+        # The reader of stdout (| head, ...) went away: not a failure of this command.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except _UsageError as exc:
+        return _fail(str(exc), 2)
+    except (TxcError, OSError, ValueError) as exc:
+        return _fail(describe(exc), 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["InvestmentBook", "RewardBook", "mix", "money"]
@@ -26,12 +28,23 @@ def money(units: int) -> str:
     return f"{units // 100_000_000}.{units % 100_000_000:08d}"
 
 
+@dataclass(order=True, frozen=True, slots=True)
+class _Booked:
+    """A reward booked while the sandbox runs, ordered like the answers: newest first, then by
+    account, after a synthetic record of the same account and date, then in booking order."""
+
+    key: tuple[int, int, int, int]
+    record: dict[str, Any] = field(compare=False)
+
+
 class RewardBook:
-    """Mining rewards of synthetic accounts: ``per_day`` records per account per day.
+    """Mining rewards of synthetic accounts: ``per_day`` records per account per day, plus the
+    rewards booked while the sandbox runs (``book``).
 
     Record ``t`` of an account is dated ``start + (t // per_day) * 86400 + (t % per_day) *
     (86400 // per_day)``. Queries are answered newest first (date descending, then account name)
-    by index arithmetic, so any page costs O(limit) however many records the book holds.
+    by index arithmetic, merged with the booked rewards, so any page costs O(limit + log n) plus
+    a scan of the booked rewards, however many records the book holds.
     """
 
     def __init__(self, seed: int, accounts: int, start: int, days: int, per_day: int) -> None:
@@ -42,6 +55,17 @@ class RewardBook:
         self.per_day = per_day
         self.step = 86400 // per_day
         self.count = days * per_day  # records per account
+        self.booked: list[_Booked] = []
+
+    def book(self, account: str, date: int) -> dict[str, Any]:
+        """Book a new reward of ``account`` dated ``date`` (any date, inside the synthetic days
+        or not), as the live service does each day; later queries return it in its place."""
+        index = self.index[account]
+        sequence = len(self.booked)
+        h = mix(self.seed, index, date, 1 << 40, sequence)
+        record = self._record(index, date, h)
+        bisect.insort(self.booked, _Booked((-date, index, 1, sequence), record))
+        return record
 
     def date(self, t: int) -> int:
         day, k = divmod(t, self.per_day)
@@ -64,7 +88,9 @@ class RewardBook:
         return lo, max(lo, hi)
 
     def record(self, account: int, t: int) -> dict[str, Any]:
-        h = mix(self.seed, account, t)
+        return self._record(account, self.date(t), mix(self.seed, account, t))
+
+    def _record(self, account: int, date: int, h: int) -> dict[str, Any]:
         reward = 20_000 + h % 180_000
         fee = reward * 2 // 100
         rate = 1_000 + (h >> 20) % 9_000
@@ -75,26 +101,65 @@ class RewardBook:
             "fee": money(fee),
             "fppsRate": money(rate),
             "hashRate": f"{100 + (h >> 32) % 900}.{(h >> 44) % 100:02d} TH/s",
-            "date": self.date(t),
+            "date": date,
         }
 
     def page(
         self, account: str | None, start: int | None, end: int | None, offset: int, limit: int
     ) -> list[dict[str, Any]]:
         lo, hi = self.span(start, end)
+        accounts = len(self.names)
         if account is not None:
             index = self.index.get(account)
             if index is None:
                 return []
-            first = hi - 1 - offset
-            last = max(lo, first - limit + 1)
-            return [self.record(index, t) for t in range(first, last - 1, -1)]
-        accounts = len(self.names)
-        total = (hi - lo) * accounts
-        out = []
-        for p in range(offset, min(total, offset + limit)):
-            t = hi - 1 - p // accounts
-            out.append(self.record(p % accounts, t))
+            total = hi - lo
+
+            def position(p: int) -> tuple[int, int]:
+                return index, hi - 1 - p
+        else:
+            total = (hi - lo) * accounts
+
+            def position(p: int) -> tuple[int, int]:
+                return p % accounts, hi - 1 - p // accounts
+
+        booked = [
+            b for b in self.booked
+            if (account is None or b.record["miningAccountName"] == account)
+            and (start is None or b.record["date"] >= start)
+            and (end is None or b.record["date"] <= end)
+        ]
+        if not booked:
+            return [self.record(*position(p)) for p in range(offset, min(total, offset + limit))]
+        keys = [b.key for b in booked]
+
+        def before(p: int) -> int:
+            """Booked rewards that come before synthetic record ``p``."""
+            if p >= total:
+                return len(keys)
+            a, t = position(p)
+            return bisect.bisect_left(keys, (-self.date(t), a, 0, 0))
+
+        # The first synthetic record at or after merged position ``offset``.
+        low, high = 0, total
+        while low < high:
+            mid = (low + high) // 2
+            if mid + before(mid) >= offset:
+                high = mid
+            else:
+                low = mid + 1
+        p, j = low, offset - low
+        out: list[dict[str, Any]] = []
+        while len(out) < limit and (p < total or j < len(booked)):
+            if p < total:
+                a, t = position(p)
+                key = (-self.date(t), a, 0, 0)
+                if j >= len(booked) or key < keys[j]:
+                    out.append(self.record(a, t))
+                    p += 1
+                    continue
+            out.append(booked[j].record)
+            j += 1
         return out
 
 

@@ -1,0 +1,382 @@
+"""Backfills as data teams run them, against the sandbox: rewards booked during the walk, one
+writer per output, incremental runs, Parquet, pipes, verified resume and shards."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import txc_async
+from txc_async import RateLimit
+from txc_async._export import backfill_to_file
+from txc_async._lock import OutputLock
+from txc_async.sandbox import Sandbox
+
+START = 1704067200  # 2024-01-01
+DAY = 86400
+UNLIMITED = {scope: RateLimit(10**6, 1.0) for scope in txc_async.DEFAULT_RATE_LIMITS}
+
+
+def _client(box: Sandbox) -> txc_async.Client:
+    return txc_async.Client(api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+                            rate_limits=UNLIMITED, limiter=txc_async.InProcessLimiter())
+
+
+def _key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(r[k] for k in ("miningAccountName", "date", "totalReward", "reward", "fee"))
+
+
+def _book_during_walk(box: Sandbox, bookings: Callable[[int], list[tuple[str, int]]]) -> None:
+    """Before the server answers query number n, book the rewards ``bookings(n)`` names."""
+    book = box.rewards
+    answer = book.page
+    calls = [0]
+
+    def page(*args: Any) -> list[dict[str, Any]]:
+        calls[0] += 1
+        for account, date in bookings(calls[0]):
+            book.book(account, date)
+        return answer(*args)
+
+    book.page = page  # type: ignore[method-assign]
+
+
+def _everything(box: Sandbox, start: int, end: int) -> list[dict[str, Any]]:
+    return box.rewards.page(None, start, end, 0, 10**9)
+
+
+@pytest.mark.parametrize("how", ["iter_mining_rewards", "backfill_mining_rewards"])
+async def test_rewards_booked_during_the_walk_come_back_once_and_none_is_missed(how: str) -> None:
+    async with Sandbox(mining_accounts=25, rewards_days=60, enforce_limits=False) as box:
+        end = START + 60 * DAY - 1
+        before = {_key(r) for r in _everything(box, START, end)}
+        names = box.mining_account_names
+        # Each query first books rewards: at the range's newest day (today's rewards of a range
+        # ending now: behind the walk), in the middle (before or after its position), and, for
+        # the first five queries, at its oldest day (ahead of every walk).
+        _book_during_walk(box, lambda n: [
+            (names[n % 25], START + 59 * DAY), (names[(n * 3) % 25], START + (n % 60) * DAY),
+            *([(names[(n * 7) % 25], START)] if n <= 5 else []),
+        ])
+        async with _client(box) as client:
+            if how == "iter_mining_rewards":
+                got = [r async for r in client.iter_mining_rewards(start=START, end=end)]
+            else:
+                got = [r async for r in txc_async.backfill_mining_rewards(
+                    client, start=START, end=end, concurrency=4)]
+        after = {_key(r) for r in _everything(box, START, end)}
+    keys = [(r.mining_account_name, r.date, f"{r.total_reward}", f"{r.reward}", f"{r.fee}")
+            for r in got]
+    assert len(box.rewards.booked) >= 35
+    assert len(keys) == len(set(keys)), "a record came back twice"
+    assert before <= set(keys), "a record of the range was missed"
+    assert set(keys) <= after
+    # Those booked at the oldest day before any walk got there were ahead: all come back.
+    ahead = {_key(b.record) for b in box.rewards.booked if b.record["date"] == START}
+    assert len(ahead) == 5 and ahead <= set(keys)
+
+
+async def test_a_boundary_date_larger_than_a_page_is_walked_exactly_with_bookings() -> None:
+    # 250 accounts: every date holds 250 records, more than a page of 100.
+    async with Sandbox(mining_accounts=250, rewards_days=4, enforce_limits=False) as box:
+        end = START + 4 * DAY - 1
+        before = {_key(r) for r in _everything(box, START, end)}
+        names = box.mining_account_names
+        # Book at the date being walked, in front of the walk's position within that date.
+        _book_during_walk(box, lambda n: [(names[0], START + (3 - min(n, 12) // 3) * DAY)])
+        async with _client(box) as client:
+            got = [r async for r in client.iter_mining_rewards(start=START, end=end)]
+    keys = [(r.mining_account_name, r.date, f"{r.total_reward}", f"{r.reward}", f"{r.fee}")
+            for r in got]
+    assert len(keys) == len(set(keys)) and before <= set(keys)
+
+
+async def _cli(box: Sandbox, *args: str, stdin: int | None = None,
+               env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+    environment = os.environ | {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+                                "TXC_API_SECRET": box.api_secret} | (env or {})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", *args, env=environment,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, out, err.decode()
+
+
+async def test_a_second_run_on_the_same_output_exits_at_once_naming_the_first(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "rewards.jsonl"
+    async with Sandbox(mining_accounts=5, rewards_days=30, enforce_limits=False) as box:
+        code, _, err = await _cli(box, "backfill-rewards", "--start", "2024-01-01",
+                                  "--end", "2024-01-10", "--out", str(out))
+        assert code == 0, err
+        before = out.read_bytes(), (tmp_path / "rewards.jsonl.progress").read_bytes()
+        with OutputLock(tmp_path / "rewards.jsonl.lock", out):
+            code, stdout, err = await _cli(box, "backfill-rewards", "--start", "2024-01-01",
+                                           "--end", "2024-01-20", "--out", str(out))
+        assert code == 1 and stdout == b""
+        assert err.startswith("txc-async: error: ") and err.count("\n") == 1
+        assert f"being written by process {os.getpid()} " in err
+        assert (out.read_bytes(), (tmp_path / "rewards.jsonl.progress").read_bytes()) == before
+        # Released by the holder: the next run goes ahead.
+        code, _, err = await _cli(box, "backfill-rewards", "--start", "2024-01-01",
+                                  "--end", "2024-01-20", "--out", str(out))
+        assert code == 0, err
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+async def test_a_later_end_fetches_only_the_new_days_and_an_unchanged_rerun_nothing(
+    tmp_path: Path, fmt: str
+) -> None:
+    out = tmp_path / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
+    async with (
+        Sandbox(mining_accounts=30, rewards_days=60, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        first = await backfill_to_file(client, start=START, end=START + 40 * DAY - 1,
+                                       path=out, fmt=fmt)  # type: ignore[arg-type]
+        assert first.records_written == 30 * 40
+        second = await backfill_to_file(client, start=START, end=START + 45 * DAY - 1,
+                                        path=out, fmt=fmt)  # type: ignore[arg-type]
+        # 5 new days of 30 accounts: 150 rows, two pages.
+        assert second.records_written == 150 and second.requests == 2
+        assert second.records_before == 1200 and second.extended_from == START + 40 * DAY - 1
+        third = await backfill_to_file(client, start=START, end=START + 45 * DAY - 1,
+                                       path=out, fmt=fmt)  # type: ignore[arg-type]
+        assert third.complete_already and third.requests == 0
+    keys = _rows(out, fmt)
+    assert len(keys) == len(set(keys)) == 30 * 45
+    assert {d for _, d in keys} == {START + i * DAY for i in range(45)}
+
+
+def _rows(out: Path, fmt: str) -> list[tuple[str, int]]:
+    if fmt == "parquet":
+        import pyarrow.dataset as ds
+
+        table = ds.dataset(out, format="parquet").to_table()
+        return [(a, int(d.timestamp())) for a, d in zip(
+            table["mining_account_name"].to_pylist(), table["date"].to_pylist(), strict=True)]
+    if fmt == "csv":
+        import csv
+
+        with out.open() as handle:
+            return [(r["miningAccountName"], int(r["date"])) for r in csv.DictReader(handle)]
+    return [(r["miningAccountName"], r["date"]) for r in map(json.loads, out.open())]
+
+
+async def test_parquet_round_trip_is_exact_in_pyarrow_duckdb_and_polars(tmp_path: Path) -> None:
+    import duckdb
+    import polars as pl
+    import pyarrow.dataset as ds
+
+    out = tmp_path / "rewards"
+    jsonl = tmp_path / "rewards.jsonl"
+    async with (
+        Sandbox(mining_accounts=12, rewards_days=40, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        await backfill_to_file(client, start=START, end=START + 40 * DAY - 1, path=out,
+                               fmt="parquet")
+        await backfill_to_file(client, start=START, end=START + 40 * DAY - 1, path=jsonl)
+    wire = {(r["miningAccountName"], r["date"]): r for r in map(json.loads, jsonl.open())}
+    parts = sorted(p.name for p in out.glob("*.parquet"))
+    assert parts and all(p.startswith("part-") for p in parts)
+    assert not list(out.glob(".*.tmp"))
+    table = ds.dataset(out, format="parquet").to_table()
+    assert str(table.schema.field("reward").type) == "decimal128(38, 18)"
+    assert str(table.schema.field("date").type).startswith("timestamp[")
+    assert table.num_rows == len(wire) == 12 * 40
+    for row in table.to_pylist():
+        source = wire[(row["mining_account_name"], int(row["date"].timestamp()))]
+        for column, name in (("total_reward", "totalReward"), ("reward", "reward"),
+                             ("fee", "fee"), ("fpps_rate", "fppsRate")):
+            assert row[column] == Decimal(source[name])
+    total = sum(Decimal(r["reward"]) for r in wire.values())
+    (duck_total, duck_rows), = duckdb.sql(
+        f"SELECT sum(reward), count(*) FROM read_parquet('{out}/*.parquet')"
+    ).fetchall()
+    assert Decimal(duck_total) == total and duck_rows == len(wire)
+    frame = pl.read_parquet(str(out / "*.parquet"))
+    assert frame.height == len(wire)
+    assert Decimal(str(frame["reward"].sum())) == total
+
+
+async def test_parquet_resumes_an_unfinished_piece_and_repairs_a_lost_part(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "rewards"
+    async with (
+        Sandbox(mining_accounts=10, rewards_days=50, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        await backfill_to_file(client, start=START, end=START + 50 * DAY - 1, path=out,
+                               fmt="parquet")
+        complete = sorted(_rows(out, "parquet"))
+        state = out / "_progress"
+        lines = state.read_bytes().splitlines(keepends=True)
+        # An interrupted run: the last finished piece not yet recorded, and a finished
+        # piece's part file lost.
+        state.write_bytes(b"".join(lines[:-1]))
+        next(iter(sorted(out.glob("part-000000-*.parquet")))).unlink()
+        summary = await backfill_to_file(client, start=START, end=START + 50 * DAY - 1,
+                                         path=out, fmt="parquet")
+        assert summary.repaired is not None and summary.requests == 2
+    assert sorted(_rows(out, "parquet")) == complete
+
+
+async def test_a_finished_file_cut_short_is_repaired_on_rerun(tmp_path: Path) -> None:
+    out = tmp_path / "rewards.jsonl"
+    async with (
+        Sandbox(mining_accounts=20, rewards_days=60, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        await backfill_to_file(client, start=START, end=START + 60 * DAY - 1, path=out)
+        complete = out.read_bytes()
+        with out.open("rb+") as handle:
+            handle.truncate(len(complete) - 50)
+        summary = await backfill_to_file(client, start=START, end=START + 60 * DAY - 1,
+                                         path=out)
+        assert summary.repaired == "its last line was cut"
+        assert summary.requests >= 1 and summary.records_written >= 1
+        again = await backfill_to_file(client, start=START, end=START + 60 * DAY - 1,
+                                       path=out)
+        assert again.complete_already
+    assert sorted(complete.splitlines()) == sorted(out.read_bytes().splitlines())
+    # Whole lines cut (no torn line): the row count disagrees with the record, also repaired.
+    lines = complete.splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:-3]))
+    async with (
+        Sandbox(mining_accounts=20, rewards_days=60, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        summary = await backfill_to_file(client, start=START, end=START + 60 * DAY - 1,
+                                         path=out)
+    assert summary.repaired is not None and "rows where" in summary.repaired
+    assert sorted(complete.splitlines()) == sorted(out.read_bytes().splitlines())
+
+
+async def test_out_dash_streams_json_lines_to_stdout_with_progress_on_stderr(
+    tmp_path: Path,
+) -> None:
+    async with Sandbox(mining_accounts=15, rewards_days=30, enforce_limits=False) as box:
+        process = await asyncio.create_subprocess_shell(
+            f"{sys.executable} -m txc_async backfill-rewards --start 2024-01-01 "
+            "--end 2024-01-30 --out - | "
+            f"{sys.executable} -c 'import sys, json; rows = [json.loads(l) for l in sys.stdin]; "
+            "print(len(rows), len({(r[\"miningAccountName\"], r[\"date\"]) for r in rows}))'",
+            env=os.environ | {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+                              "TXC_API_SECRET": box.api_secret},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err
+    assert out.decode().split() == ["450", "450"]
+    assert "stdout: 450 records written" in err.decode()
+    assert os.listdir(tmp_path) == []  # no file named -, no state, no lock
+
+
+@pytest.mark.redis
+async def test_shards_on_several_processes_sharing_redis_add_up_to_one_run(
+    tmp_path: Path,
+) -> None:
+    from tests._redis_server import RedisServer, require_redis_server
+
+    binary = require_redis_server()
+    with RedisServer(binary) as redis:
+        async with Sandbox(mining_accounts=20, rewards_days=120) as box:
+            args = ["backfill-rewards", "--start", "2024-01-01", "--end", "2024-04-29",
+                    "--limiter", redis.url]
+            runs = [
+                _cli(box, *args, "--out", str(tmp_path / f"shard{i}.jsonl"), "--shard", f"{i}/3")
+                for i in (1, 2, 3)
+            ]
+            results = await asyncio.gather(*runs)
+            for code, _, err in results:
+                assert code == 0, err
+            code, _, err = await _cli(box, *args, "--out", str(tmp_path / "single.jsonl"))
+            assert code == 0, err
+            assert box.stats.rate_limited == 0
+    shards = [(tmp_path / f"shard{i}.jsonl").read_bytes().splitlines() for i in (1, 2, 3)]
+    single = (tmp_path / "single.jsonl").read_bytes().splitlines()
+    union = [line for shard in shards for line in shard]
+    assert all(shards) and len(union) == len(set(union))
+    assert sorted(union) == sorted(single) and len(single) == 20 * 120
+
+
+def test_limiter_from_url() -> None:
+    assert isinstance(txc_async.limiter_from_url("memory://"), txc_async.InProcessLimiter)
+    redis = txc_async.limiter_from_url("redis://127.0.0.1:6390/0")
+    assert isinstance(redis, txc_async.RedisLimiter)
+    assert isinstance(txc_async.limiter_from_url("rediss://:pw@127.0.0.1:6390/0"),
+                      txc_async.RedisLimiter)
+    with pytest.raises(ValueError, match="sqlite://"):
+        txc_async.limiter_from_url("sqlite:///tmp/budgets.db")
+    with pytest.raises(ValueError, match="unknown limiter URL") as caught:
+        txc_async.limiter_from_url("http://user:secret@host")
+    assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "| head -n 3"])
+async def test_dev_stdout_streams_and_a_reader_that_leaves_early_is_no_failure(
+    tmp_path: Path, target: str
+) -> None:
+    # Through head: 100 accounts x 30 days, far more than a pipe buffers, so writes fail once
+    # head has left.
+    accounts = 15 if target == "/dev/stdout" else 100
+    async with Sandbox(mining_accounts=accounts, rewards_days=30, enforce_limits=False) as box:
+        out = "/dev/stdout" if target == "/dev/stdout" else "-"
+        pipe = target if target.startswith("|") else "| cat"
+        process = await asyncio.create_subprocess_shell(
+            f"{sys.executable} -m txc_async backfill-rewards --start 2024-01-01 "
+            f"--end 2024-01-30 --out {out} {pipe}; echo \"status ${{PIPESTATUS[0]}}\" >&2",
+            executable="/bin/bash",
+            env=os.environ | {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
+                              "TXC_API_SECRET": box.api_secret},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,
+        )
+        stdout, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err
+    lines = stdout.decode().splitlines()
+    assert len(lines) == (3 if "head" in target else 450)
+    assert all(json.loads(line)["miningAccountName"] for line in lines)
+    assert "Traceback" not in err.decode() and "Exception" not in err.decode()
+    assert "status 0" in err.decode()
+    assert os.listdir(tmp_path) == []
+    assert "stdout.progress" not in os.listdir("/dev")
+
+
+async def test_a_file_from_the_earlier_state_format_is_resumed_and_extended(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "rewards.jsonl"
+    state = tmp_path / "rewards.jsonl.progress"
+    async with (
+        Sandbox(mining_accounts=10, rewards_days=60, enforce_limits=False) as box,
+        _client(box) as client,
+    ):
+        await backfill_to_file(client, start=START, end=START + 30 * DAY - 1, path=out)
+        complete = out.read_bytes()
+        # The earlier format: no version, shard or extensions; finished jobs without counts.
+        jobs = [line.split()[0] for line in state.read_bytes().splitlines()[1:]]
+        header = {"start": START, "end": START + 30 * DAY - 1, "accounts": [],
+                  "slice_seconds": 7 * DAY, "format": "jsonl"}
+        state.write_bytes(json.dumps(header).encode() + b"\n" + b"\n".join(jobs) + b"\n")
+        again = await backfill_to_file(client, start=START, end=START + 30 * DAY - 1,
+                                       path=out)
+        assert again.complete_already and out.read_bytes() == complete
+        longer = await backfill_to_file(client, start=START, end=START + 40 * DAY - 1,
+                                        path=out)
+        assert longer.records_written == 100 and longer.records_before == 300
+    assert out.read_bytes().startswith(complete)
+    assert sorted(_rows(out, "jsonl")) == sorted(
+        (name, START + d * DAY) for name in box.mining_account_names for d in range(40))

@@ -1,0 +1,136 @@
+"""Reward rows as a Parquet dataset directory: one part file per finished piece of a backfill,
+written atomically, with typed columns and exact decimals (the wire's strings are cast to
+``decimal128`` by Arrow: no float, no Python ``Decimal``). Needs the ``parquet`` extra (pyarrow).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ._errors import TxcError
+from ._walk import WireReward
+
+__all__ = ["DECIMAL_TYPE", "PartWriter", "load_pyarrow", "part_files", "schema"]
+
+#: Precision and scale of every amount column: 20 digits before the point, 18 after. A wire
+#: amount with more digits is refused rather than rounded.
+DECIMAL_PRECISION, DECIMAL_SCALE = 38, 18
+DECIMAL_TYPE = f"decimal128({DECIMAL_PRECISION}, {DECIMAL_SCALE})"
+#: A piece's rows are written as a part file when the piece ends or this many rows wait.
+CHUNK_ROWS = 100_000
+
+
+def load_pyarrow() -> Any:
+    """The pyarrow modules, or an error saying how to install them."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise TxcError(
+            "--format parquet needs pyarrow: pip install 'txc_async[parquet]'"
+        ) from None
+    return pyarrow
+
+
+def schema() -> Any:
+    pa = load_pyarrow()
+    amount = pa.decimal128(DECIMAL_PRECISION, DECIMAL_SCALE)
+    return pa.schema([
+        ("mining_account_name", pa.string()),
+        ("total_reward", amount),
+        ("reward", amount),
+        ("fee", amount),
+        ("fpps_rate", amount),
+        ("hash_rate", pa.string()),
+        ("date", pa.timestamp("s", tz="UTC")),
+    ])
+
+
+def part_files(directory: Path, job: int | None = None) -> list[Path]:
+    """The dataset's part files, or those of one job."""
+    pattern = "part-*.parquet" if job is None else f"part-{job:06d}-*.parquet"
+    return sorted(directory.glob(pattern))
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PartWriter:
+    """Buffers each piece's rows and writes them as part files, atomically (a temporary file
+    renamed into place), so a reader never sees half a part. At most ``CHUNK_ROWS`` rows per
+    piece wait in memory."""
+
+    def __init__(self, directory: Path, chunk_rows: int = CHUNK_ROWS) -> None:
+        self._pa = load_pyarrow()
+        self._schema = schema()
+        self._dir = directory
+        self._chunk_rows = chunk_rows
+        self._buffers: dict[int, list[WireReward]] = {}
+        self._chunks: dict[int, int] = {}
+
+    def table(self, rows: Sequence[WireReward]) -> Any:
+        pa = self._pa
+        fields = self._schema
+        columns = [
+            pa.array([r.mining_account_name for r in rows], pa.string()),
+            pa.array([r.total_reward for r in rows], pa.string()).cast(fields.field(1).type),
+            pa.array([r.reward for r in rows], pa.string()).cast(fields.field(2).type),
+            pa.array([r.fee for r in rows], pa.string()).cast(fields.field(3).type),
+            pa.array([r.fpps_rate for r in rows], pa.string()).cast(fields.field(4).type),
+            pa.array([r.hash_rate for r in rows], pa.string()),
+            pa.array([r.date for r in rows], pa.int64()).cast(fields.field(6).type),
+        ]
+        return pa.Table.from_arrays(columns, schema=fields)
+
+    def write(self, job: int, rows: Sequence[WireReward]) -> None:
+        buffer = self._buffers.setdefault(job, [])
+        buffer.extend(rows)
+        if len(buffer) >= self._chunk_rows:
+            self._flush(job)
+
+    def finish(self, job: int) -> int:
+        """Write what the piece still holds; the number of rows of its part files."""
+        if self._buffers.get(job):
+            self._flush(job)
+        self._buffers.pop(job, None)
+        return self._chunks.pop(job, 0)
+
+    def _flush(self, job: int) -> None:
+        rows = self._buffers[job]
+        self._buffers[job] = []
+        chunk = len(part_files(self._dir, job))
+        final = self._dir / f"part-{job:06d}-{chunk:03d}.parquet"
+        temporary = self._dir / f".{final.name}.tmp"
+        try:
+            table = self.table(rows)
+        except self._pa.ArrowInvalid as exc:
+            raise TxcError(f"a reward amount does not fit {DECIMAL_TYPE}: {exc}") from None
+        with temporary.open("wb") as handle:
+            self._pa.parquet.write_table(table, handle, compression="zstd")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, final)
+        _fsync_dir(self._dir)
+        self._chunks[job] = self._chunks.get(job, 0) + len(rows)
+
+    def rows_of(self, job: int) -> int:
+        """Rows in the part files of ``job`` (from their footers)."""
+        return sum(
+            self._pa.parquet.ParquetFile(path).metadata.num_rows
+            for path in part_files(self._dir, job)
+        )
+
+    def remove(self, job: int) -> None:
+        """Remove the part files of an unfinished piece (it is walked again)."""
+        for path in part_files(self._dir, job):
+            path.unlink()
+        self._buffers.pop(job, None)
+        self._chunks.pop(job, None)

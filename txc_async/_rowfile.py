@@ -1,0 +1,136 @@
+"""Reward rows in one JSON-lines or CSV file: encoding, appending durably, reading back, and
+repairing a last line that an interruption cut. Rows are the wire's strings: no ``Decimal``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+import msgspec
+
+from ._errors import TxcError
+from ._walk import WireReward
+
+__all__ = [
+    "CSV_COLUMNS",
+    "OutputFileError",
+    "RowFile",
+    "count_lines",
+    "encode_jsonl",
+    "ends_whole",
+    "read_rows",
+    "repair_torn_tail",
+]
+
+CSV_COLUMNS = (
+    "miningAccountName", "totalReward", "reward", "fee", "fppsRate", "hashRate", "date",
+)
+_encode = msgspec.json.Encoder().encode
+_decode_row = msgspec.json.Decoder(WireReward).decode
+
+
+class OutputFileError(TxcError):
+    """The output cannot be resumed (another backfill, another format, or unreadable rows)."""
+
+
+def encode_jsonl(rows: Sequence[WireReward]) -> bytes:
+    """Rows as JSON lines, each ending with a newline."""
+    return b"".join(_encode(r) + b"\n" for r in rows)
+
+
+def _encode_csv(rows: Sequence[WireReward]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows(
+        (r.mining_account_name, r.total_reward, r.reward, r.fee, r.fpps_rate, r.hash_rate, r.date)
+        for r in rows
+    )
+    return buffer.getvalue().encode()
+
+
+class RowFile:
+    """Appends rows to a JSONL or CSV file; ``sync`` makes what was written durable."""
+
+    def __init__(self, path: Path, fmt: Literal["jsonl", "csv"]) -> None:
+        self._encode = encode_jsonl if fmt == "jsonl" else _encode_csv
+        if fmt == "csv" and (not path.exists() or path.stat().st_size == 0):
+            path.write_bytes((",".join(CSV_COLUMNS) + "\n").encode())
+        self._handle: BinaryIO = path.open("ab")
+
+    def write(self, rows: Sequence[WireReward]) -> None:
+        self._handle.write(self._encode(rows))
+
+    def sync(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self.sync()
+        self._handle.close()
+
+
+def ends_whole(path: Path) -> bool:
+    """Whether the file is empty or its last line ends with a newline."""
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return True
+        handle.seek(size - 1)
+        return handle.read(1) == b"\n"
+
+
+def repair_torn_tail(path: Path) -> bool:
+    """Cut a last line that an interruption left without its newline; whether one was cut."""
+    if ends_whole(path):
+        return False
+    with path.open("rb+") as handle:
+        pos = handle.seek(0, os.SEEK_END)
+        while pos > 0:
+            step = min(65536, pos)
+            handle.seek(pos - step)
+            cut = handle.read(step).rfind(b"\n")
+            if cut >= 0:
+                handle.truncate(pos - step + cut + 1)
+                break
+            pos -= step
+        else:
+            handle.truncate(0)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return True
+
+
+def count_lines(path: Path) -> int:
+    lines = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            lines += chunk.count(b"\n")
+    return lines
+
+
+def read_rows(path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[WireReward]:
+    """The rows of the file, one at a time (the file may hold millions)."""
+    with path.open("rb") as handle:
+        if fmt == "jsonl":
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield _decode_row(line)
+                except msgspec.MsgspecError:
+                    raise OutputFileError(f"{path}: line {number} is not a reward row") from None
+            return
+        reader = csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))
+        header = next(reader, None)
+        if header is not None and tuple(header) != CSV_COLUMNS:
+            raise OutputFileError(f"{path}: the first line is not the reward CSV header")
+        for number, row in enumerate(reader, 2):
+            try:
+                account, total, reward, fee, rate, hashrate, date = row
+                yield WireReward(account, total, reward, fee, rate, hashrate, int(date))
+            except ValueError:
+                raise OutputFileError(f"{path}: line {number} is not a reward row") from None
