@@ -155,3 +155,12 @@ async def test_with_options_timeout_applies_to_the_exchange(mocked: aioresponses
         await client.with_options(timeout=0.5).ping()
     # The exchange gets what is left of its deadline: at most the call's timeout.
     assert 0.4 < seen[0] <= 0.5
+
+
+async def test_from_env_reads_the_limiter_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TXC_LIMITER", "memory://")
+    async with txc_async.Client.from_env(base_url=BASE) as client:
+        assert client._pipeline.limiter is txc_async._scheduler.default_limiter()
+    monkeypatch.setenv("TXC_LIMITER", "carrier-pigeon://coop")
+    with pytest.raises(InvalidParameterError, match="TXC_LIMITER: unknown limiter URL"):
+        txc_async.Client.from_env(base_url=BASE)

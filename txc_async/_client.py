@@ -47,6 +47,7 @@ from ._operations import (
     REFRESH_OAUTH_TOKEN,
     Operation,
 )
+from ._limiter_url import limiter_from_url
 from ._pipeline import Pipeline, RequestRecord
 from ._ratelimit import Limiter, RateLimit, merge_rate_limits
 from ._retry import RetryPolicy
@@ -94,6 +95,16 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _env_limiter(env: Mapping[str, str]) -> Limiter | None:
+    url = env.get("TXC_LIMITER")
+    if not url:
+        return None
+    try:
+        return limiter_from_url(url)
+    except ValueError as exc:
+        raise InvalidParameterError("TXC_LIMITER", str(exc)) from None
 
 
 def _check_timeout(timeout: object) -> float:
@@ -228,10 +239,11 @@ class Client:
         max_connections: int = 100,
         verify_tls: bool = True,
     ) -> Client:
-        """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET`` and ``TXC_BASE_URL``.
+        """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET``, ``TXC_BASE_URL`` and
+        ``TXC_LIMITER`` (a :func:`txc_async.limiter_from_url` URL).
 
-        Takes every keyword of the constructor; ``api_key``, ``api_secret`` and ``base_url``
-        given here win over the environment. Without ``TXC_BASE_URL`` the base URL is
+        Takes every keyword of the constructor; ``api_key``, ``api_secret``, ``base_url`` and
+        ``limiter`` given here win over the environment. Without ``TXC_BASE_URL`` the base URL is
         :data:`DEFAULT_BASE_URL`; without a key the client serves public operations only.
         """
         env = os.environ
@@ -240,7 +252,7 @@ class Client:
             api_secret if api_secret is not None else env.get("TXC_API_SECRET") or None,
             base_url=base_url or env.get("TXC_BASE_URL") or DEFAULT_BASE_URL,
             rate_limits=rate_limits,
-            limiter=limiter,
+            limiter=limiter if limiter is not None else _env_limiter(env),
             timeout=timeout,
             retry=retry,
             user_agent=user_agent,

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from ._ratelimit import Limiter
 from ._redis_limiter import RedisLimiter
-from ._scheduler import InProcessLimiter
+from ._scheduler import default_limiter
 
 __all__ = ["limiter_from_url"]
 
@@ -16,7 +16,8 @@ _SCHEMES = "memory://, sqlite:///path, redis://host:port/db or rediss://host:por
 def limiter_from_url(url: str) -> Limiter:
     """The limiter ``url`` names.
 
-    * ``memory://``: budgets kept in this process (``InProcessLimiter``);
+    * ``memory://``: budgets kept in this process (the ``InProcessLimiter`` every client of the
+      process shares by default);
     * ``redis://...`` or ``rediss://...`` (TLS): budgets shared through Redis by every process
       and machine using the same server (``RedisLimiter(url)``).
 
@@ -30,7 +31,7 @@ def limiter_from_url(url: str) -> Limiter:
     if scheme == "memory":
         if parts.netloc or parts.path.strip("/"):
             raise ValueError("memory:// takes no host or path")
-        return InProcessLimiter()
+        return default_limiter()
     if scheme in ("redis", "rediss"):
         if not parts.hostname and not parts.path:
             raise ValueError(f"{scheme}:// needs a host, e.g. {scheme}://127.0.0.1:6379/0")
