@@ -23,6 +23,13 @@ import aiohttp
 from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
+from ._clock import (
+    SYSTEM_CLOCK,
+    LocalClock,
+    bind_budget_clock,
+    nonce_refusal_error,
+    server_clock_for,
+)
 from ._errors import InvalidParameterError, TransportError, TxcError
 from ._models import (
     CollateralOrder,
@@ -53,7 +60,7 @@ from ._operations import (
 from ._ratelimit import Limiter, RateLimit, merge_rate_limits
 from ._retry import RetryPolicy
 from ._scheduler import default_limiter
-from ._signing import Signer, key_fingerprint
+from ._signing import Signer, key_fingerprint, nonce_source_for
 from ._stats import ClientStats
 from ._transport import AiohttpTransport, RawResponse, Transport
 from ._validate import (
@@ -133,6 +140,7 @@ class Client:
         transport: Transport | None = None,
         max_connections: int = 100,
         verify_tls: bool = True,
+        clock: LocalClock | None = None,
     ) -> None:
         if (api_key is None) != (api_secret is None):
             raise InvalidParameterError(
@@ -161,11 +169,21 @@ class Client:
             op.name: self._base_url.with_path(self._base_url.path.rstrip("/") + op.path)
             for op in OPERATIONS
         }
-        self._signer = Signer(api_key, api_secret) if api_key and api_secret else None
         self._rate_limits = merge_rate_limits(rate_limits)
         self._limiter: Limiter = limiter if limiter is not None else default_limiter()
         # Budgets are per server and key: the hash names both without revealing the key.
         self._key_id = key_fingerprint(api_key or "", str(self._base_url.origin()))
+        # One estimate of the server's clock per server, shared by the clients of the process;
+        # nonces (here and in shared limiters) are drawn on it.
+        self._server_clock = server_clock_for(
+            str(self._base_url.origin()), clock if clock is not None else SYSTEM_CLOCK
+        )
+        bind_budget_clock(self._key_id, self._server_clock)
+        self._signer = (
+            Signer(api_key, api_secret, nonce_source_for(api_key, self._server_clock))
+            if api_key and api_secret
+            else None
+        )
         self._timeout = float(timeout)
         self._retry = retry or RetryPolicy()
         self._transport: Transport = transport or AiohttpTransport(session, verify_tls=verify_tls)
@@ -215,6 +233,12 @@ class Client:
         return str(self._base_url)
 
     @property
+    def clock_offset(self) -> float:
+        """Seconds the server's clock is ahead of this machine's (negative: behind), measured
+        from the ``Date`` of the server's answers; 0.0 before the first answer."""
+        return self._server_clock.offset
+
+    @property
     def rate_limits(self) -> dict[str, RateLimit]:
         """The limit of every scope this client keeps to."""
         return dict(self._rate_limits)
@@ -257,9 +281,17 @@ class Client:
             stats = self.stats
             stats.requests += 1
             stats.by_scope[op.scope] += 1
-            return await self._transport.send(
+            # Every answer's Date, bracketed by the send and answer times, refines the estimate
+            # of the server's clock; a refusal (429) that disagrees with it replaces it.
+            clock = self._server_clock
+            sent = clock.local.monotonic()
+            raw = await self._transport.send(
                 op.method, url, headers=headers, body=body, timeout=self._timeout
             )
+            clock.observe(
+                sent, clock.local.monotonic(), raw.headers.get("Date"), refused=raw.status == 429
+            )
+            return raw
 
     async def _call(self, op: Operation[R], params: Mapping[str, Any]) -> R:
         if self._closed:
@@ -324,7 +356,10 @@ class Client:
                 )
             except NonceRefused as signal:
                 if nonce_refused >= retry.max_nonce_retries:
-                    raise signal.error from None
+                    # Says what the clocks show (the refusal's Date was learnt in _send_once).
+                    raise nonce_refusal_error(
+                        signal.error, self._server_clock, nonce_refused + 1
+                    ) from None
                 nonce_refused += 1
                 self.stats.nonce_refusals += 1
                 logger.debug("%s: nonce refused; signing again", op.name)

@@ -1,7 +1,8 @@
 """Budgets kept in Redis, shared by every process and machine that uses one API key.
 
 Each budget is a sliding-window log in a sorted set, updated by one atomic Lua script that reads
-Redis's own clock, so every process measures time alike. Within a process, waiters queue
+Redis's own clock, so every process measures time alike. Nonces come from one counter per API key
+on the server's clock, as each caller estimates it. Within a process, waiters queue
 first-in-first-out and only the head asks Redis.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from ._clock import budget_clock
 from ._errors import TransportError
 from ._ratelimit import RateLimit
 from ._scheduler import FifoTurns, backoff_pause, check_jitter_allowance, default_jitter_allowance
@@ -32,7 +34,13 @@ __all__ = ["RedisLimiter"]
 # KEYS[1]: the log (a sorted set of admission times in microseconds, one unique member each);
 # KEYS[2]: the pause key; KEYS[3]: the API key's nonce counter.
 # ARGV: max_requests, the window in microseconds, this admission's member, how far (ms) the
-# nonce may run ahead of the clock.
+# nonce may run ahead of the server's clock, the server's time now (ms) as the caller estimates it,
+# the highest nonce the server can have accepted so far (ms: the latest its clock can read plus
+# its nonce window), or 0 when the caller has seen no answer yet and its "server time" is only its
+# wall clock: it then never brings the counter back, and does not wait for a counter more than
+# twice the lead ahead of it (processes that measured the server's clock drew it).
+# The log is on Redis's clock (spacing between admissions); the nonce counter only ever sees the
+# server's clock, never Redis's: mixing the two would push nonces off the server's window.
 # Returns {0, nonce} when admitted, else {microseconds to wait before asking again, 0}.
 _ADMIT = """
 if redis.replicate_commands then
@@ -52,10 +60,21 @@ if count >= limit then
   local blocking = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
   return {math.max(1, tonumber(blocking[2]) + window - now), 0}
 end
-local now_ms = math.floor(now / 1000)
-local nonce = math.max(now_ms, tonumber(redis.call('GET', KEYS[3]) or '0') + 1)
-local ahead = nonce - now_ms - tonumber(ARGV[4])
-if ahead > 0 then
+local server_ms = tonumber(ARGV[5])
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local ceiling = tonumber(ARGV[6])
+if ceiling > 0 and last > ceiling then
+  -- Drawn on an estimate of the server's clock that has since moved back (or by a process whose
+  -- estimate was off). The server refuses, and never records, a nonce more than its window
+  -- ahead of its clock, so no value above the ceiling can have been accepted: the counter comes
+  -- back to it (kept, so the wait below is one wait) instead of waiting for the server's clock.
+  last = ceiling
+  redis.call('SET', KEYS[3], last, 'PX', 60000)
+end
+local nonce = math.max(server_ms, last + 1)
+local lead = tonumber(ARGV[4])
+local ahead = nonce - server_ms - lead
+if ahead > 0 and (ceiling > 0 or ahead <= lead) then
   return {ahead * 1000, 0}
 end
 redis.call('ZADD', KEYS[1], now, ARGV[3])
@@ -208,20 +227,23 @@ class RedisLimiter:
 
     async def acquire(self, key_id: str, scope: str, limit: RateLimit) -> int:
         """Wait for the budget, then return the nonce to sign with: drawn in Redis from one
-        counter per API key, so processes sharing a key never send the same nonce."""
+        counter per API key, so processes sharing a key never send the same nonce, on the
+        server's clock as estimated by the client of ``key_id``."""
         key = self.budget_key(key_id, scope)
         keys = [key, key + ":pause", self.nonce_key(key_id)]
         window_us = round(self.window(limit) * 1_000_000)
         turns = self._turns.get(key)
         if turns is None:
             turns = self._turns.setdefault(key, FifoTurns())
+        clock = budget_clock(key_id)
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
         ticket = await turns.enter()
         try:
             while True:
                 member = f"{self._member_prefix}{next(self._members)}"
-                args = [limit.max_requests, window_us, member, MAX_NONCE_LEAD_MS]
+                args = [limit.max_requests, window_us, member, MAX_NONCE_LEAD_MS,
+                        clock.now_ms(), clock.ceiling_ms() if clock.samples else 0]
                 try:
                     wait_us, nonce = await self._run(self._admit, keys, args)
                     if task is not None and task.cancelling() > cancels:
