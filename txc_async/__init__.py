@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._backfill import backfill_mining_rewards
 from ._client import DEFAULT_BASE_URL, EU_BASE_URL, Client
+from ._clock import LocalClock
 from ._errors import (
     ApiError,
     AuthenticationError,
@@ -62,6 +63,7 @@ __all__ = [
     "InvestmentStatus",
     "InvestmentsPage",
     "Limiter",
+    "LocalClock",
     "MiningAccount",
     "MiningReward",
     "OAuthToken",
