@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -221,6 +222,31 @@ async def test_a_burst_waits_in_one_sleep_per_caller_and_is_never_re_based() -> 
     assert len(set(every)) == len(every)
     # The sleeps were exactly what each value needed: 1 ms for the first, 300 ms for the last.
     assert max(clock.slept) <= 0.301 and min(clock.slept) >= 0.0
+
+
+@pytest.mark.parametrize("rtt", [0.05, 2.0, 4.0, 9.0])
+async def test_on_a_slow_link_the_lead_shrinks_so_a_burst_stays_inside_the_window(
+    rtt: float,
+) -> None:
+    # The worst case for the estimate: the server stamps its answer just before it arrives,
+    # at the very end of a second, so the middle of the bounds is rtt/2 - 0.5 s ahead of it.
+    clock = ManualClock(wall=1_700_000_000.0)
+    server = ServerClock(clock)
+    sent = clock.monotonic()
+    clock.advance(rtt)
+    clock.wall = float(int(clock.wall)) + 0.999  # the server's clock is this machine's
+    server.observe(sent, clock.monotonic(), http_date(clock.time()))
+    assert server.now() >= clock.time() or rtt < 1  # the estimate runs ahead of the server
+    source = NonceSource(server, sleep=clock.sleep)
+    for _ in range(6000):
+        nonce = await source.next()
+        # Taken at once, it must be inside the window of the server's true clock.
+        assert nonce <= true_server_ms(clock, 0.0) + NONCE_WINDOW_MS
+    half_ms = math.ceil((rtt + 1) / 2 * 1000)  # half the bounds' width
+    expected = max(0, min(MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS - 100 - half_ms))
+    assert expected - 5 <= server.lead_ms() <= expected  # (less a little drift allowance)
+    if rtt > 2:
+        assert server.lead_ms() < MAX_NONCE_LEAD_MS
 
 
 async def test_a_sleeping_caller_draws_again_when_the_estimate_jumps() -> None:

@@ -19,6 +19,7 @@ from typing import Protocol
 from ._errors import AuthenticationError
 
 __all__ = [
+    "MAX_NONCE_LEAD_MS",
     "NONCE_WINDOW_MS",
     "SYSTEM_CLOCK",
     "LocalClock",
@@ -35,6 +36,10 @@ logger = logging.getLogger("txc_async")
 
 #: The service refuses a nonce more than this far (ms) from its own clock, either way.
 NONCE_WINDOW_MS = 5000
+#: How far (ms) the nonce counter may run ahead of the server's clock before callers wait.
+MAX_NONCE_LEAD_MS = 4000
+#: Kept free (ms) between the lead plus the estimate's uncertainty and the window.
+_MARGIN_MS = 100
 #: How fast the two clocks may drift apart (seconds per second): old bounds widen at this rate,
 #: so a server clock that drifts or is slewed is followed without a refusal.
 MAX_DRIFT = 500e-6
@@ -195,6 +200,17 @@ class ServerClock:
             return _ms(self.local.time()) + NONCE_WINDOW_MS
         mono = self.local.monotonic()
         return _ms(mono + hi + MAX_DRIFT * max(0.0, mono - self._hi_at)) + NONCE_WINDOW_MS
+
+    def lead_ms(self) -> int:
+        """How far (ms) a nonce may be ahead of :meth:`now_ms`: ``MAX_NONCE_LEAD_MS``, shortened
+        when the estimate is so uncertain (a slow link) that the lead could overrun the server's
+        window: a nonce stays below the earliest the server's clock can read, plus the window."""
+        if self._offset is None:
+            return MAX_NONCE_LEAD_MS
+        # How far the server's clock may be below the estimate (half the bounds, plus drift).
+        age = max(0.0, self.local.monotonic() - self._lo_at)
+        below_ms = math.ceil(((self._hi - self._lo) / 2 + MAX_DRIFT * age) * 1000)
+        return max(0, min(MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS - _MARGIN_MS - below_ms))
 
     @property
     def offset(self) -> float:

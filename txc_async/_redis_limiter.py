@@ -23,7 +23,6 @@ from ._clock import budget_clock
 from ._errors import TransportError
 from ._ratelimit import RateLimit
 from ._scheduler import FifoTurns, backoff_pause, check_jitter_allowance, default_jitter_allowance
-from ._signing import MAX_NONCE_LEAD_MS
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -34,7 +33,8 @@ __all__ = ["RedisLimiter"]
 # KEYS[1]: the log (a sorted set of admission times in microseconds, one unique member each);
 # KEYS[2]: the pause key; KEYS[3]: the API key's nonce counter.
 # ARGV: max_requests, the window in microseconds, this admission's member, how far (ms) the
-# nonce may run ahead of the server's clock, the server's time now (ms) as the caller estimates it,
+# nonce may run ahead of the server's clock (the lead, less the estimate's uncertainty), the
+# server's time now (ms) as the caller estimates it,
 # the highest nonce the server can have accepted so far (ms: the latest its clock can read plus
 # its nonce window), or 0 when the caller has seen no answer yet and its "server time" is only its
 # wall clock: it then never brings the counter back, and does not wait for a counter more than
@@ -242,7 +242,7 @@ class RedisLimiter:
         try:
             while True:
                 member = f"{self._member_prefix}{next(self._members)}"
-                args = [limit.max_requests, window_us, member, MAX_NONCE_LEAD_MS,
+                args = [limit.max_requests, window_us, member, clock.lead_ms(),
                         clock.now_ms(), clock.ceiling_ms() if clock.samples else 0]
                 try:
                     wait_us, nonce = await self._run(self._admit, keys, args)

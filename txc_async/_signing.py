@@ -12,16 +12,11 @@ from typing import Any
 
 import msgspec
 
-from ._clock import ServerClock
+from ._clock import MAX_NONCE_LEAD_MS, ServerClock
 
-__all__ = ["NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
+__all__ = ["MAX_NONCE_LEAD_MS", "NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
 
 _encode = msgspec.json.Encoder().encode
-
-#: How far the nonce counter may run ahead of the server's clock before callers wait; the service
-#: refuses nonces more than 5 s away from its clock.
-MAX_NONCE_LEAD_MS = 4000
-
 
 class NonceSource:
     """Strictly increasing millisecond nonces on the server's clock: ``max(now_ms, last + 1)``.
@@ -30,9 +25,10 @@ class NonceSource:
     carry the same nonce. ``clock`` is the estimate of the server's clock (learnt from its
     answers), so nonces land inside the server's window whatever this machine's clock says.
 
-    A long burst pushes the counter ahead of the clock; past ``MAX_NONCE_LEAD_MS`` ahead, a
-    caller takes the next value and sleeps once, until the server's clock is within the lead of
-    it. The wait counts against nothing but the caller's own cancellation.
+    A long burst pushes the counter ahead of the clock; past the lead (``MAX_NONCE_LEAD_MS``,
+    less any uncertainty of the estimate that would overrun the server's window), a caller takes
+    the next value and sleeps once, until the server's clock is within the lead of it. The wait
+    counts against nothing but the caller's own cancellation.
     """
 
     __slots__ = ("_clock", "_generation", "_issued", "_last", "_lock", "_sleep")
@@ -59,10 +55,11 @@ class NonceSource:
         clock = self._clock
         now = clock.now_ms()
         generation = clock.generation
+        lead = clock.lead_ms()
         last = self._last
         if generation != self._generation:
             self._generation = generation
-            if last > now + MAX_NONCE_LEAD_MS:
+            if last > now + lead:
                 # The estimate of the server's clock jumped back (the first answers showed it
                 # behind this machine's, or this machine's clock stepped back before any answer
                 # was seen): the counter, drawn on the old estimate, is far ahead of the server.
@@ -78,7 +75,7 @@ class NonceSource:
                 last = min(self._issued, clock.ceiling_ms())
         nonce = now if now > last else last + 1
         self._last = nonce
-        return nonce, nonce - now - MAX_NONCE_LEAD_MS, generation
+        return nonce, nonce - now - lead, generation
 
     def try_next(self) -> int | None:
         """The next nonce, or None when the counter is too far ahead of the clock."""
@@ -110,7 +107,8 @@ class NonceSource:
                     nonce, beyond, generation = self._draw()
                 else:
                     # Early wake-ups by a millisecond are harmless (the window is 5 s).
-                    beyond = nonce - self._clock.now_ms() - MAX_NONCE_LEAD_MS - 1
+                    clock = self._clock
+                    beyond = nonce - clock.now_ms() - clock.lead_ms() - 1
                 if beyond <= 0:
                     if nonce > self._issued:
                         self._issued = nonce
