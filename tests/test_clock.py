@@ -155,6 +155,27 @@ def test_a_refusal_that_disagrees_replaces_the_estimate_at_once() -> None:
     assert server.generation == generation + 1
 
 
+def test_answers_to_requests_sent_before_a_step_cannot_undo_it() -> None:
+    clock = ManualClock()
+    server = ServerClock(clock)
+    answer(clock, server, 0.0)
+    # Three requests leave; the server's clock steps 30 s ahead while they travel. The first
+    # answer is a refusal on the new clock; the other two were stamped before the step.
+    sent = clock.monotonic()
+    clock.advance(0.05)
+    old_dates = [http_date(clock.time()), http_date(clock.time())]
+    clock.advance(0.05)
+    server.observe(sent, clock.monotonic(), http_date(clock.time() + 30.0), refused=True)
+    generation = server.generation
+    for date in old_dates:
+        clock.advance(0.01)
+        server.observe(sent, clock.monotonic(), date)
+    assert abs(server.offset - 30.0) < 0.6 and server.generation == generation
+    answer(clock, server, 0.0)  # a request sent after the step, yet on the old clock: noted
+    answer(clock, server, 0.0)  # and confirmed: the server stepped back again
+    assert abs(server.offset) < 0.6 and server.generation == generation + 1
+
+
 def test_a_drifting_server_clock_is_followed_without_rejection() -> None:
     clock = ManualClock()
     server = ServerClock(clock)

@@ -161,6 +161,7 @@ class ServerClock:
         self._lo_at = self._hi_at = 0.0
         self._offset: float | None = None  # the estimate: the middle of the bounds
         self._pending: tuple[float, float, float] | None = None  # an unconfirmed outlier
+        self._jump_sent = -math.inf  # when the request of the last jump's answer was sent
         self._wall_step = local.time() - local.monotonic()
         self.samples = 0
         self.rejected = 0
@@ -243,11 +244,12 @@ class ServerClock:
         if seconds is None or not answered >= sent:
             return
         with self._lock:
-            self._learn(seconds - answered, seconds + 1.0 - sent, answered, refused)
+            self._learn(seconds - answered, seconds + 1.0 - sent, sent, answered, refused)
 
-    def _learn(self, lo: float, hi: float, at: float, refused: bool) -> None:
+    def _learn(self, lo: float, hi: float, sent: float, at: float, refused: bool) -> None:
         self.samples += 1
         if self._offset is None:
+            self._jump_sent = sent
             self._adopt(lo, hi, at, jump=True)
             return
         # Old bounds widen with their age: the clocks may have drifted since.
@@ -266,9 +268,14 @@ class ServerClock:
             self._offset = (self._lo + self._hi) / 2
             return
         # An outlier: a cached or stale answer, or the server's clock stepped. A nonce refusal,
-        # or a second answer that agrees with this one, says it stepped.
+        # or a second answer that agrees with this one, says it stepped. An answer to a request
+        # sent no later than the one the estimate last jumped on is older news: it cannot undo it.
+        if sent <= self._jump_sent:
+            self.rejected += 1
+            return
         pending = self._pending
         if refused:
+            self._jump_sent = sent
             self._adopt(lo, hi, at, jump=True)
         elif (
             pending is not None
@@ -278,6 +285,7 @@ class ServerClock:
             both_lo, both_hi = max(lo, pending[0]), min(hi, pending[1])
             if both_lo > both_hi:
                 both_lo, both_hi = lo, hi
+            self._jump_sent = sent
             self._adopt(both_lo, both_hi, at, jump=True)
         else:
             self.rejected += 1
