@@ -10,10 +10,12 @@ from __future__ import annotations
 import calendar
 import datetime
 import email.utils
+import functools
 import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 from ._errors import AuthenticationError
@@ -40,6 +42,8 @@ NONCE_WINDOW_MS = 5000
 MAX_NONCE_LEAD_MS = 4000
 #: Kept free (ms) between the lead plus the estimate's uncertainty and the window.
 _MARGIN_MS = 100
+#: Up to this uncertainty (s) the full lead fits in the window.
+_FULL_LEAD_BELOW = (NONCE_WINDOW_MS - _MARGIN_MS - MAX_NONCE_LEAD_MS) / 1000
 #: How fast the two clocks may drift apart (seconds per second): old bounds widen at this rate,
 #: so a server clock that drifts or is slewed is followed without a refusal.
 MAX_DRIFT = 500e-6
@@ -74,14 +78,9 @@ class SystemClock:
             except OSError:  # pragma: no cover - a kernel without it
                 boottime = None
         if boottime is None:  # pragma: no cover - platforms without CLOCK_BOOTTIME
-            self.monotonic = time.monotonic
+            self.monotonic: Callable[[], float] = time.monotonic
         else:
-            clock_id: int = boottime
-
-            def monotonic() -> float:
-                return time.clock_gettime(clock_id)
-
-            self.monotonic = monotonic
+            self.monotonic = functools.partial(time.clock_gettime, boottime)
 
     @staticmethod
     def time() -> float:
@@ -160,6 +159,7 @@ class ServerClock:
         self._hi = math.inf
         self._lo_at = self._hi_at = 0.0
         self._offset: float | None = None  # the estimate: the middle of the bounds
+        self._half = math.inf  # half the bounds' width
         self._pending: tuple[float, float, float] | None = None  # an unconfirmed outlier
         self._jump_sent = -math.inf  # when the request of the last jump's answer was sent
         self._wall_step = local.time() - local.monotonic()
@@ -206,12 +206,20 @@ class ServerClock:
         """How far (ms) a nonce may be ahead of :meth:`now_ms`: ``MAX_NONCE_LEAD_MS``, shortened
         when the estimate is so uncertain (a slow link) that the lead could overrun the server's
         window: a nonce stays below the earliest the server's clock can read, plus the window."""
-        if self._offset is None:
-            return MAX_NONCE_LEAD_MS
-        # How far the server's clock may be below the estimate (half the bounds, plus drift).
-        age = max(0.0, self.local.monotonic() - self._lo_at)
-        below_ms = math.ceil(((self._hi - self._lo) / 2 + MAX_DRIFT * age) * 1000)
-        return max(0, min(MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS - _MARGIN_MS - below_ms))
+        return self.reading()[1]
+
+    def reading(self) -> tuple[int, int]:
+        """:meth:`now_ms` and :meth:`lead_ms` from one reading of the local clock."""
+        offset = self._offset
+        if offset is None:
+            return _ms(self.now()), MAX_NONCE_LEAD_MS
+        mono = self.local.monotonic()
+        # How far the server's clock may be below the estimate: half the bounds, plus drift.
+        below = self._half + MAX_DRIFT * max(0.0, mono - self._lo_at)
+        if below <= _FULL_LEAD_BELOW:
+            return _ms(mono + offset), MAX_NONCE_LEAD_MS
+        lead = NONCE_WINDOW_MS - _MARGIN_MS - math.ceil(below * 1000)
+        return _ms(mono + offset), max(0, lead)
 
     @property
     def offset(self) -> float:
@@ -227,7 +235,7 @@ class ServerClock:
         """Half the width of the bounds (seconds), or None before any answer."""
         if self._offset is None:
             return None
-        return (self._hi - self._lo) / 2
+        return self._half
 
     # -- learning ---------------------------------------------------------------------------
 
@@ -265,6 +273,7 @@ class ServerClock:
                 self._lo, self._lo_at = lo, at
             if hi < cur_hi:
                 self._hi, self._hi_at = hi, at
+            self._half = (self._hi - self._lo) / 2
             self._offset = (self._lo + self._hi) / 2
             return
         # An outlier: a cached or stale answer, or the server's clock stepped. A nonce refusal,
@@ -295,6 +304,7 @@ class ServerClock:
         before = self.offset
         self._lo, self._hi = lo, hi
         self._lo_at = self._hi_at = at
+        self._half = (hi - lo) / 2
         self._offset = (lo + hi) / 2
         self._pending = None
         if jump:

@@ -53,9 +53,8 @@ class NonceSource:
     def _draw(self) -> tuple[int, int, int]:
         """Under the lock: the next value, how far (ms) it is beyond the lead, the generation."""
         clock = self._clock
-        now = clock.now_ms()
+        now, lead = clock.reading()
         generation = clock.generation
-        lead = clock.lead_ms()
         last = self._last
         if generation != self._generation:
             self._generation = generation
@@ -107,8 +106,8 @@ class NonceSource:
                     nonce, beyond, generation = self._draw()
                 else:
                     # Early wake-ups by a millisecond are harmless (the window is 5 s).
-                    clock = self._clock
-                    beyond = nonce - clock.now_ms() - clock.lead_ms() - 1
+                    now, lead = self._clock.reading()
+                    beyond = nonce - now - lead - 1
                 if beyond <= 0:
                     if nonce > self._issued:
                         self._issued = nonce
