@@ -34,11 +34,11 @@ __all__ = ["RedisLimiter"]
 # KEYS[2]: the pause key; KEYS[3]: the API key's nonce counter.
 # ARGV: max_requests, the window in microseconds, this admission's member, how far (ms) the
 # nonce may run ahead of the server's clock (the lead, less the estimate's uncertainty), the
-# server's time now (ms) as the caller estimates it,
-# the highest nonce the server can have accepted so far (ms: the latest its clock can read plus
-# its nonce window), or 0 when the caller has seen no answer yet and its "server time" is only its
-# wall clock: it then never brings the counter back, and does not wait for a counter more than
-# twice the lead ahead of it (processes that measured the server's clock drew it).
+# server's time now (ms) as the caller estimates it, and the highest nonce the server can have
+# accepted so far (ms: the latest its clock can read plus its nonce window), or 0 when the caller
+# has seen no answer yet and its "server time" is only its wall clock: it then never brings the
+# counter back, and does not wait for a counter more than twice the lead ahead of it (processes
+# that measured the server's clock drew it).
 # The log is on Redis's clock (spacing between admissions); the nonce counter only ever sees the
 # server's clock, never Redis's: mixing the two would push nonces off the server's window.
 # Returns {0, nonce} when admitted, else {microseconds to wait before asking again, 0}.
@@ -242,8 +242,9 @@ class RedisLimiter:
         try:
             while True:
                 member = f"{self._member_prefix}{next(self._members)}"
-                args = [limit.max_requests, window_us, member, clock.lead_ms(),
-                        clock.now_ms(), clock.ceiling_ms() if clock.samples else 0]
+                server_ms, lead_ms = clock.reading()
+                ceiling_ms = clock.ceiling_ms() if clock.samples else 0
+                args = [limit.max_requests, window_us, member, lead_ms, server_ms, ceiling_ms]
                 try:
                     wait_us, nonce = await self._run(self._admit, keys, args)
                     if task is not None and task.cancelling() > cancels:
