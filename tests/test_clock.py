@@ -287,6 +287,8 @@ async def test_a_sleeping_caller_draws_again_when_the_estimate_jumps() -> None:
         assert source.try_next() is not None
     nonce = await source.next()
     assert abs(nonce - true_server_ms(clock, -30.0)) < NONCE_WINDOW_MS
+    # The first sleep (1 ms, on the old estimate), then one more for the re-based value.
+    assert len(clock.slept) == 2 and clock.slept[1] * 1000 <= MAX_NONCE_LEAD_MS
 
 
 @pytest.mark.parametrize("step", [-30.0, -3600.0, 30.0, 3600.0])
