@@ -25,6 +25,7 @@ from txc_async import (
     ValidationError,
 )
 
+from ._clocks import ManualClock
 from .conftest import (
     BASE,
     KEY,
@@ -99,31 +100,28 @@ def test_signature_known_answer() -> None:
 
 
 def test_nonces_are_milliseconds_and_strictly_increasing() -> None:
+    from txc_async._clock import ServerClock
     from txc_async._signing import NonceSource
 
-    now = [1_700_000_000_000]
-    source = NonceSource(clock_ms=lambda: now[0])
-    assert [source.try_next() for _ in range(3)] == [now[0], now[0] + 1, now[0] + 2]
-    now[0] += 10
-    assert source.try_next() == now[0]
+    clock = ManualClock(wall=1_700_000_000.0)
+    source = NonceSource(ServerClock(clock))
+    now = 1_700_000_000_000
+    assert [source.try_next() for _ in range(3)] == [now, now + 1, now + 2]
+    clock.advance(0.010)
+    assert source.try_next() == now + 10
 
 
 async def test_nonce_source_waits_instead_of_running_far_ahead() -> None:
+    from txc_async._clock import ServerClock
     from txc_async._signing import MAX_NONCE_LEAD_MS, NonceSource
 
-    now = [1_000_000]
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        now[0] += 1
-
-    source = NonceSource(clock_ms=lambda: now[0], sleep=sleep)
+    clock = ManualClock(wall=1_000.0)
+    source = NonceSource(ServerClock(clock), sleep=clock.sleep)
     nonces = [await source.next() for _ in range(MAX_NONCE_LEAD_MS + 50)]
     assert len(set(nonces)) == len(nonces)
     assert nonces == sorted(nonces)
-    assert max(n - now[0] for n in nonces[-1:]) <= MAX_NONCE_LEAD_MS
-    assert slept, "the source must wait once the counter runs 4 s ahead"
+    assert nonces[-1] - round(clock.wall * 1000) <= MAX_NONCE_LEAD_MS
+    assert clock.slept, "the source must wait once the counter runs 4 s ahead"
 
 
 def test_one_nonce_source_per_key_in_the_process() -> None:

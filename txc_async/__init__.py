@@ -11,6 +11,7 @@ from typing import TypeAlias
 from . import _client, _models, _ratelimit
 from ._backfill import backfill_mining_rewards
 from ._client import Client
+from ._clock import LocalClock
 from ._errors import (
     ApiError,
     AuthenticationError,
@@ -87,6 +88,7 @@ __all__ = [
     "InvestmentStatus",
     "InvestmentsPage",
     "Limiter",
+    "LocalClock",
     "MiningAccount",
     "MiningReward",
     "OAuthToken",

@@ -19,7 +19,9 @@ from typing import Any, Self, TypeVar, get_args
 import aiohttp
 from yarl import URL
 
+from ._clock import SYSTEM_CLOCK, LocalClock, bind_budget_clock, server_clock_for
 from ._errors import InvalidParameterError, TransportError, TxcError
+from ._limiter_url import limiter_from_url
 from ._models import (
     CollateralOrder,
     Hashrate,
@@ -47,12 +49,11 @@ from ._operations import (
     REFRESH_OAUTH_TOKEN,
     Operation,
 )
-from ._limiter_url import limiter_from_url
 from ._pipeline import Pipeline, RequestRecord
 from ._ratelimit import Limiter, RateLimit, merge_rate_limits
 from ._retry import RetryPolicy
 from ._scheduler import default_limiter
-from ._signing import Signer, key_fingerprint
+from ._signing import Signer, key_fingerprint, nonce_source_for
 from ._stats import ClientStats
 from ._transport import AiohttpTransport, Transport
 from ._validate import (
@@ -177,6 +178,7 @@ class Client:
         transport: Transport | None = None,
         max_connections: int = 100,
         verify_tls: bool = True,
+        clock: LocalClock | None = None,
     ) -> None:
         if (api_key is None) != (api_secret is None):
             raise InvalidParameterError(
@@ -204,12 +206,24 @@ class Client:
         base = _check_base_url(base_url)
         self._timeout = _check_timeout(timeout)
         self._retry = _check_retry(retry)
+        # Budgets are per server and key: the hash names both without revealing the key.
+        key_id = key_fingerprint(api_key or "", str(base.origin()))
+        # One estimate of the server's clock per server, shared by the clients of the process;
+        # nonces (here and in shared limiters) are drawn on it.
+        server_clock = server_clock_for(
+            str(base.origin()), clock if clock is not None else SYSTEM_CLOCK
+        )
+        bind_budget_clock(key_id, server_clock)
         self._pipeline = Pipeline(
             base_url=base,
-            signer=Signer(api_key, api_secret) if api_key and api_secret else None,
+            signer=(
+                Signer(api_key, api_secret, nonce_source_for(api_key, server_clock))
+                if api_key and api_secret
+                else None
+            ),
+            server_clock=server_clock,
             limiter=limiter if limiter is not None else default_limiter(),
-            # Budgets are per server and key: the hash names both without revealing the key.
-            key_id=key_fingerprint(api_key or "", str(base.origin())),
+            key_id=key_id,
             rate_limits=merge_rate_limits(rate_limits),
             transport=transport
             or AiohttpTransport(session, verify_tls=verify_tls, max_connections=max_connections),
@@ -238,6 +252,7 @@ class Client:
         transport: Transport | None = None,
         max_connections: int = 100,
         verify_tls: bool = True,
+        clock: LocalClock | None = None,
     ) -> Client:
         """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET``, ``TXC_BASE_URL`` and
         ``TXC_LIMITER`` (a :func:`txc_async.limiter_from_url` URL).
@@ -261,6 +276,7 @@ class Client:
             transport=transport,
             max_connections=max_connections,
             verify_tls=verify_tls,
+            clock=clock,
         )
 
     def with_options(
@@ -302,6 +318,12 @@ class Client:
     def base_url(self) -> str:
         """The server this client talks to, e.g. ``https://api.example.com``."""
         return str(self._pipeline.base_url)
+
+    @property
+    def clock_offset(self) -> float:
+        """Seconds the server's clock is ahead of this machine's (negative: behind), measured
+        from the ``Date`` of the server's answers; 0.0 before the first answer."""
+        return self._pipeline.server_clock.offset
 
     @property
     def timeout(self) -> float:

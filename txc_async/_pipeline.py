@@ -19,6 +19,7 @@ import aiohttp
 from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
+from ._clock import ServerClock, nonce_refusal_error
 from ._errors import ApiError, RequestTimeout, TransportError, TxcError
 from ._operations import OPERATIONS, Auth, Operation
 from ._ratelimit import Limiter, Outcome, RateLimit
@@ -101,6 +102,7 @@ class Pipeline:
         *,
         base_url: URL,
         signer: Signer | None,
+        server_clock: ServerClock,
         limiter: Limiter,
         key_id: str,
         rate_limits: dict[str, RateLimit],
@@ -113,6 +115,7 @@ class Pipeline:
             op.name: base_url.with_path(base_url.path.rstrip("/") + op.path) for op in OPERATIONS
         }
         self.signer = signer
+        self.server_clock = server_clock
         self.limiter = limiter
         self.key_id = key_id
         self.rate_limits = rate_limits
@@ -249,6 +252,9 @@ class Pipeline:
             sent = _monotonic()
             # The request must not arrive after the deadline its budget counts it until.
             remaining = admission.local_deadline - sent
+            clock = self.server_clock
+            local = clock.local
+            clock_sent = local.monotonic()
             try:
                 raw = await self.transport.send(
                     op.method, request_url, headers=headers, body=body,
@@ -281,6 +287,11 @@ class Pipeline:
                 limiter.settle(admission, Outcome.NO_ANSWER)
                 raise
             elapsed = _monotonic() - sent
+            # Every answer's Date, bracketed by the send and answer times, refines the estimate
+            # of the server's clock; a refusal (429) that disagrees with it replaces it.
+            clock.observe(
+                clock_sent, local.monotonic(), raw.headers.get("Date"), refused=raw.status == 429
+            )
             try:
                 result = decode_answer(raw, op.decode)
             except RateLimited as signal:
@@ -305,7 +316,10 @@ class Pipeline:
                     len(body or b""), len(raw.body), again,
                 )
                 if not again:
-                    raise signal.error from None
+                    # Says what the clocks show (the refusal's Date was learnt above).
+                    raise nonce_refusal_error(
+                        signal.error, clock, nonce_refused + 1
+                    ) from None
                 nonce_refused += 1
                 stats.nonce_refusals += 1
                 continue

@@ -7,66 +7,114 @@ import base64
 import hashlib
 import hmac
 import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
 
-__all__ = ["NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
+from ._clock import MAX_NONCE_LEAD_MS, ServerClock
+
+__all__ = ["MAX_NONCE_LEAD_MS", "NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
 
 _encode = msgspec.json.Encoder().encode
 
-#: How far the nonce counter may run ahead of the clock before callers wait; the service refuses
-#: nonces more than 5 s away from its clock.
-MAX_NONCE_LEAD_MS = 4000
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class NonceSource:
-    """Strictly increasing millisecond nonces: ``max(now_ms, last + 1)``.
+    """Strictly increasing millisecond nonces on the server's clock: ``max(now_ms, last + 1)``.
 
-    One source per API key serves every client of the process, so two requests never carry the same
-    nonce. A long burst pushes the counter ahead of the clock; past ``MAX_NONCE_LEAD_MS`` ahead,
-    :meth:`next` waits for the clock instead of handing out a nonce the service would refuse.
+    One source per API key and server serves every client of the process, so two requests never
+    carry the same nonce. ``clock`` is the estimate of the server's clock (learnt from its
+    answers), so nonces land inside the server's window whatever this machine's clock says.
+
+    A long burst pushes the counter ahead of the clock; past the lead (``MAX_NONCE_LEAD_MS``,
+    less any uncertainty of the estimate that would overrun the server's window), a caller takes
+    the next value and sleeps once, until the server's clock is within the lead of it. The wait
+    counts against nothing but the caller's own cancellation.
     """
 
-    __slots__ = ("_clock_ms", "_last", "_lock", "_sleep")
+    __slots__ = ("_clock", "_generation", "_issued", "_last", "_lock", "_sleep")
 
     def __init__(
         self,
-        clock_ms: Callable[[], int] | None = None,
+        clock: ServerClock | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._clock_ms = clock_ms or _now_ms
+        self._clock = clock if clock is not None else ServerClock()
         self._sleep = sleep
-        self._last = 0
+        self._last = 0  # the highest value handed out or promised to a sleeping caller
+        self._issued = 0  # the highest value handed out
+        self._generation = self._clock.generation
         # Clients in several threads (several event loops) may share one key.
         self._lock = threading.Lock()
+
+    @property
+    def clock(self) -> ServerClock:
+        return self._clock
+
+    def _draw(self) -> tuple[int, int, int]:
+        """Under the lock: the next value, how far (ms) it is beyond the lead, the generation."""
+        clock = self._clock
+        now, lead = clock.reading()
+        generation = clock.generation
+        last = self._last
+        if generation != self._generation:
+            self._generation = generation
+            if last > now + lead:
+                # The estimate of the server's clock jumped back (the first answers showed it
+                # behind this machine's, or this machine's clock stepped back before any answer
+                # was seen): the counter, drawn on the old estimate, is far ahead of the server.
+                # Bring it back to the highest value the server can have accepted, and no lower.
+                # The server refuses a nonce more than its window ahead of its clock when it
+                # arrives, and a refused nonce is never recorded, so values above that ceiling
+                # were all refused and drawing them again cannot collide with one it executed.
+                # Values at or below it, handed out, may have been accepted: they stay below the
+                # counter. (A request still in flight with a higher value could be accepted
+                # later; a new nonce equal to it is refused as a duplicate and signed again,
+                # never executed twice.) Promised values not yet handed out are dropped: their
+                # sleeping callers see the new generation and draw again.
+                last = min(self._issued, clock.ceiling_ms())
+        nonce = now if now > last else last + 1
+        self._last = nonce
+        return nonce, nonce - now - lead, generation
 
     def try_next(self) -> int | None:
         """The next nonce, or None when the counter is too far ahead of the clock."""
         with self._lock:
-            now = self._clock_ms()
-            nonce = now if now > self._last else self._last + 1
-            if nonce - now > MAX_NONCE_LEAD_MS:
+            nonce, beyond, _ = self._draw()
+            if beyond > 0:
+                # Nothing promised: the caller goes on to next(). (The counter keeps any
+                # re-basing _draw did: nonce is then the counter's next value.)
+                self._last = nonce - 1
                 return None
-            self._last = nonce
+            if nonce > self._issued:
+                self._issued = nonce
             return nonce
 
     async def next(self) -> int:
-        """The next nonce, waiting while the counter is too far ahead of the clock."""
-        while True:
-            nonce = self.try_next()
-            if nonce is not None:
+        """The next nonce, sleeping (once) while the counter is too far ahead of the clock."""
+        with self._lock:
+            nonce, beyond, generation = self._draw()
+            if beyond <= 0:
+                if nonce > self._issued:
+                    self._issued = nonce
                 return nonce
-            await self._sleep(0.001)
+        while True:
+            await self._sleep(beyond / 1000)
+            with self._lock:
+                if self._clock.generation != generation:
+                    # The estimate jumped while this caller slept: its value may be far off
+                    # the server's clock now; draw again.
+                    nonce, beyond, generation = self._draw()
+                else:
+                    # Early wake-ups by a millisecond are harmless (the window is 5 s).
+                    now, lead = self._clock.reading()
+                    beyond = nonce - now - lead - 1
+                if beyond <= 0:
+                    if nonce > self._issued:
+                        self._issued = nonce
+                    return nonce
 
 
-_sources: dict[str, NonceSource] = {}
+_sources: dict[tuple[str, ServerClock | None], NonceSource] = {}
 _sources_lock = threading.Lock()
 
 
@@ -75,13 +123,14 @@ def key_fingerprint(api_key: str, scope: str = "") -> str:
     return hashlib.sha256(f"{scope}\0{api_key}".encode()).hexdigest()[:32]
 
 
-def nonce_source_for(api_key: str) -> NonceSource:
-    """The process-wide nonce source of ``api_key``."""
-    fingerprint = key_fingerprint(api_key)
+def nonce_source_for(api_key: str, clock: ServerClock | None = None) -> NonceSource:
+    """The process-wide nonce source of ``api_key`` at the server whose clock is ``clock``
+    (without one: nonces on this machine's wall clock)."""
+    key = (key_fingerprint(api_key), clock)
     with _sources_lock:
-        source = _sources.get(fingerprint)
+        source = _sources.get(key)
         if source is None:
-            source = _sources[fingerprint] = NonceSource()
+            source = _sources[key] = NonceSource(clock)
         return source
 
 

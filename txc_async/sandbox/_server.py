@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import email.utils
 import hashlib
 import hmac
 import re
@@ -171,6 +172,10 @@ class Sandbox:
 
     ``url``, ``api_key`` and ``api_secret`` are what a client needs; ``faults`` injects faults,
     ``stats`` tells what arrived. With ``enforce_limits=False`` no rate limit is applied.
+
+    ``clock_offset`` (seconds, settable while running) sets the simulated server's clock that
+    far ahead of this machine's (negative: behind): its ``Date`` headers, its nonce window and
+    the times in its answers follow that clock, as a real server's would.
     """
 
     def __init__(
@@ -186,6 +191,7 @@ class Sandbox:
         rewards_start: int = 1704067200,
         rewards_days: int = 731,
         clock: Callable[[], float] = time.time,
+        clock_offset: float = 0.0,
     ) -> None:
         self.host = host
         self.port = port
@@ -193,6 +199,7 @@ class Sandbox:
         self.enforce_limits = enforce_limits
         self.rate_limits = {**DEFAULT_RATE_LIMITS, **(rate_limits or {})}
         self._clock = clock
+        self.clock_offset = clock_offset
         self.api_key = f"sandbox-key-{seed}"
         self.api_secret = hashlib.sha256(f"sandbox-secret-{seed}".encode()).hexdigest()[:40]
         self.oauth_client_id = f"sandbox-client-{seed}"
@@ -222,6 +229,7 @@ class Sandbox:
         """Start serving; ``url`` and ``port`` then name the address (a free port unless
         ``port`` was given). ``async with Sandbox() as box`` calls this for you."""
         app = web.Application(client_max_size=1 << 20)
+        app.on_response_prepare.append(self._stamp_date)
         for path in PATH_SCOPES:
             method = "GET" if path == "/api/v4/public/ping" else "POST"
             app.router.add_route(method, path, self._handle)
@@ -259,6 +267,14 @@ class Sandbox:
         return f"Sandbox(url={self.url!r})"
 
     # -- the request path -------------------------------------------------------------------
+
+    def server_time(self) -> float:
+        """The simulated server's clock: this machine's plus ``clock_offset``."""
+        return self._clock() + float(self.clock_offset)
+
+    async def _stamp_date(self, request: web.Request, response: web.StreamResponse) -> None:
+        # Every answer is dated by the server's own clock, as the live service's are.
+        response.headers["Date"] = email.utils.formatdate(self.server_time(), usegmt=True)
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return web.Response(status=404)
@@ -299,7 +315,7 @@ class Sandbox:
             stats.faults_served += 1
             return self._fault_answer(request, fault)
         try:
-            answer = self._operate(request, path, body, now)
+            answer = self._operate(request, path, body, now + float(self.clock_offset))
         except _Refusal as refusal:
             response = _json(refusal.status, refusal.body)
         else:
@@ -600,7 +616,7 @@ class Sandbox:
 
     def _issue_refresh_token(self) -> str:
         token = secrets.token_urlsafe(32)
-        self._refresh_tokens[token] = self._clock() + REFRESH_TOKEN_LIFETIME
+        self._refresh_tokens[token] = self.server_time() + REFRESH_TOKEN_LIFETIME
         return token
 
     def _refresh(self, body: bytes, now: float) -> Any:

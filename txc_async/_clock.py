@@ -1,0 +1,379 @@
+"""The server's clock as seen from this machine: an offset learnt from the ``Date`` of every answer.
+
+Nonces must lie within 5 s of the server's clock, which may differ from this machine's by any
+amount. Each answer's ``Date`` (second resolution) bounds that difference; the bounds of many
+answers, intersected, pin it down to a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import email.utils
+import functools
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from ._errors import AuthenticationError
+
+__all__ = [
+    "MAX_NONCE_LEAD_MS",
+    "NONCE_WINDOW_MS",
+    "SYSTEM_CLOCK",
+    "LocalClock",
+    "ServerClock",
+    "SystemClock",
+    "bind_budget_clock",
+    "budget_clock",
+    "nonce_refusal_error",
+    "parse_http_date",
+    "server_clock_for",
+]
+
+logger = logging.getLogger("txc_async")
+
+#: The service refuses a nonce more than this far (ms) from its own clock, either way.
+NONCE_WINDOW_MS = 5000
+#: How far (ms) the nonce counter may run ahead of the server's clock before callers wait.
+MAX_NONCE_LEAD_MS = 4000
+#: Kept free (ms) between the lead plus the estimate's uncertainty and the window.
+_MARGIN_MS = 100
+#: Up to this uncertainty (s) the full lead fits in the window.
+_FULL_LEAD_BELOW = (NONCE_WINDOW_MS - _MARGIN_MS - MAX_NONCE_LEAD_MS) / 1000
+#: How fast the two clocks may drift apart (seconds per second): old bounds widen at this rate,
+#: so a server clock that drifts or is slewed is followed without a refusal.
+MAX_DRIFT = 500e-6
+#: A sample that misses the current bounds by less than this (s) is taken as the newest word;
+#: by more, it is an outlier until a second answer or a nonce refusal confirms it.
+TOLERANCE = 0.5
+#: Before any sample the wall clock stands for the server's; a jump of the wall clock against the
+#: monotonic one larger than this (s) is a step of this machine's clock.
+_STEP = 1.0
+
+
+class LocalClock(Protocol):
+    """This machine's clocks: the wall clock (seconds since the epoch, may step) and a monotonic
+    clock (seconds, never steps)."""
+
+    def time(self) -> float: ...
+
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    """``time.time()`` and a monotonic clock that keeps counting while the machine sleeps
+    (``CLOCK_BOOTTIME`` where there is one), so a resume from suspend does not skew the estimate."""
+
+    __slots__ = ("monotonic",)
+
+    def __init__(self) -> None:
+        boottime = getattr(time, "CLOCK_BOOTTIME", None)
+        if boottime is not None:
+            try:
+                time.clock_gettime(boottime)
+            except OSError:  # pragma: no cover - a kernel without it
+                boottime = None
+        if boottime is None:  # pragma: no cover - platforms without CLOCK_BOOTTIME
+            self.monotonic: Callable[[], float] = time.monotonic
+        else:
+            self.monotonic = functools.partial(time.clock_gettime, boottime)
+
+    @staticmethod
+    def time() -> float:
+        return time.time()
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+SYSTEM_CLOCK = SystemClock()
+
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
+    )
+}
+# The Date of answers repeats within a second: the last one parsed is kept.
+_last_date: tuple[str, int | None] = ("", None)
+
+
+def parse_http_date(value: str) -> int | None:
+    """Unix seconds of an HTTP ``Date`` header (IMF-fixdate, or the obsolete forms), or None."""
+    global _last_date
+    cached = _last_date
+    if cached[0] == value:
+        return cached[1]
+    seconds: int | None
+    try:
+        # IMF-fixdate, the form servers send: "Sun, 06 Nov 1994 08:49:37 GMT".
+        if len(value) == 29 and value[3:5] == ", " and value.endswith(" GMT"):
+            fields = (
+                int(value[12:16]), _MONTHS[value[8:11]], int(value[5:7]),
+                int(value[17:19]), int(value[20:22]), int(value[23:25]),
+            )
+            if not (1 <= fields[2] <= 31 and fields[3] < 24 and fields[4] < 60
+                    and fields[5] <= 60):
+                raise ValueError(value)
+            seconds = calendar.timegm(fields)
+        else:
+            moment = email.utils.parsedate_to_datetime(value)
+            if moment.tzinfo is None:  # HTTP dates are always GMT
+                moment = moment.replace(tzinfo=datetime.UTC)
+            seconds = int(moment.timestamp())
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError):
+        seconds = None
+    _last_date = (value, seconds)
+    return seconds
+
+
+def _ms(seconds: float) -> int:
+    # The microsecond added absorbs float rounding (1700000000.001 * 1000 = ...000.9999).
+    return math.floor(seconds * 1000.0 + 1e-3)
+
+
+class ServerClock:
+    """The estimate of one server's clock, learnt from the ``Date`` of its answers.
+
+    Each answer bounds ``server time - local monotonic time``: the server stamped it at some
+    instant between the request's sending and the answer's arrival, with a time in
+    ``[Date, Date + 1)``. The estimate keeps the intersection of these bounds; old bounds widen
+    with time (clocks drift), an answer outside them is an outlier until a second one or a nonce
+    refusal confirms it (then the server's clock stepped, and the estimate follows). The local
+    side is a monotonic clock, so a step of this machine's wall clock leaves the estimate alone.
+    Before any answer the wall clock stands for the server's.
+
+    ``generation`` changes whenever the estimate jumps (first sample, a confirmed step, a step of
+    the wall clock while it stands for the server's), which tells nonce sources to re-base.
+    """
+
+    def __init__(self, local: LocalClock = SYSTEM_CLOCK) -> None:
+        self.local = local
+        self._lock = threading.Lock()
+        # Bounds of server time minus local monotonic time, and when each was set (monotonic).
+        self._lo = -math.inf
+        self._hi = math.inf
+        self._lo_at = self._hi_at = 0.0
+        self._offset: float | None = None  # the estimate: the middle of the bounds
+        self._half = math.inf  # half the bounds' width
+        self._pending: tuple[float, float, float] | None = None  # an unconfirmed outlier
+        self._jump_sent = -math.inf  # when the request of the last jump's answer was sent
+        self._wall_step = local.time() - local.monotonic()
+        self.samples = 0
+        self.rejected = 0
+        self.generation = 0
+
+    def __repr__(self) -> str:
+        return f"ServerClock(offset={self.offset:+.3f}, samples={self.samples})"
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The server's time now, as estimated (seconds since the epoch)."""
+        offset = self._offset
+        if offset is not None:
+            return self.local.monotonic() + offset
+        local = self.local
+        wall = local.time()
+        # No sample yet: the wall clock stands for the server's. When it steps, the nonces drawn
+        # on it before are no guide any more: say so through the generation.
+        step = wall - local.monotonic()
+        if abs(step - self._wall_step) > _STEP:
+            with self._lock:
+                if self._offset is None and abs(step - self._wall_step) > _STEP:
+                    self._wall_step = step
+                    self.generation += 1
+        return wall
+
+    def now_ms(self) -> int:
+        """The server's time now in milliseconds: what a nonce drawn now is compared with."""
+        return _ms(self.now())
+
+    def ceiling_ms(self) -> int:
+        """The highest nonce the server can have accepted so far: the latest its clock can read
+        now (the upper bound of the estimate) plus the nonce window."""
+        hi = self._hi
+        if self._offset is None or hi == math.inf:
+            return _ms(self.local.time()) + NONCE_WINDOW_MS
+        mono = self.local.monotonic()
+        return _ms(mono + hi + MAX_DRIFT * max(0.0, mono - self._hi_at)) + NONCE_WINDOW_MS
+
+    def lead_ms(self) -> int:
+        """How far (ms) a nonce may be ahead of :meth:`now_ms`: ``MAX_NONCE_LEAD_MS``, shortened
+        when the estimate is so uncertain (a slow link) that the lead could overrun the server's
+        window: a nonce stays below the earliest the server's clock can read, plus the window."""
+        return self.reading()[1]
+
+    def reading(self) -> tuple[int, int]:
+        """:meth:`now_ms` and :meth:`lead_ms` from one reading of the local clock."""
+        offset = self._offset
+        if offset is None:
+            return _ms(self.now()), MAX_NONCE_LEAD_MS
+        mono = self.local.monotonic()
+        # How far the server's clock may be below the estimate: half the bounds, plus drift.
+        below = self._half + MAX_DRIFT * max(0.0, mono - self._lo_at)
+        if below <= _FULL_LEAD_BELOW:
+            return _ms(mono + offset), MAX_NONCE_LEAD_MS
+        lead = NONCE_WINDOW_MS - _MARGIN_MS - math.ceil(below * 1000)
+        return _ms(mono + offset), max(0, lead)
+
+    @property
+    def offset(self) -> float:
+        """Seconds the server's clock is ahead of this machine's wall clock (negative: behind);
+        0.0 until an answer has been seen."""
+        if self._offset is None:
+            return 0.0
+        local = self.local
+        return local.monotonic() + self._offset - local.time()
+
+    @property
+    def uncertainty(self) -> float | None:
+        """Half the width of the bounds (seconds), or None before any answer."""
+        if self._offset is None:
+            return None
+        return self._half
+
+    # -- learning ---------------------------------------------------------------------------
+
+    def observe(
+        self, sent: float, answered: float, date: str | None, *, refused: bool = False
+    ) -> None:
+        """Learn from one answer: ``sent`` and ``answered`` are the local monotonic times the
+        request left and its answer arrived, ``date`` the answer's ``Date`` header. ``refused``
+        marks a refusal (HTTP 429): if it disagrees with the estimate, the estimate is wrong and
+        takes this sample at once."""
+        if date is None:
+            return
+        seconds = parse_http_date(date)
+        if seconds is None or not answered >= sent:
+            return
+        with self._lock:
+            self._learn(seconds - answered, seconds + 1.0 - sent, sent, answered, refused)
+
+    def _learn(self, lo: float, hi: float, sent: float, at: float, refused: bool) -> None:
+        self.samples += 1
+        if self._offset is None:
+            self._jump_sent = sent
+            self._adopt(lo, hi, at, jump=True)
+            return
+        # Old bounds widen with their age: the clocks may have drifted since.
+        cur_lo = self._lo - MAX_DRIFT * max(0.0, at - self._lo_at)
+        cur_hi = self._hi + MAX_DRIFT * max(0.0, at - self._hi_at)
+        if lo <= cur_hi + TOLERANCE and hi >= cur_lo - TOLERANCE:
+            self._pending = None
+            if lo > cur_hi or hi < cur_lo:
+                # Slightly outside (a server behind a balancer, a stale Date): newest wins.
+                self._adopt(lo, hi, at, jump=False)
+                return
+            if lo > cur_lo:
+                self._lo, self._lo_at = lo, at
+            if hi < cur_hi:
+                self._hi, self._hi_at = hi, at
+            self._half = (self._hi - self._lo) / 2
+            self._offset = (self._lo + self._hi) / 2
+            return
+        # An outlier: a cached or stale answer, or the server's clock stepped. A nonce refusal,
+        # or a second answer that agrees with this one, says it stepped. An answer to a request
+        # sent no later than the one the estimate last jumped on is older news: it cannot undo it.
+        if sent <= self._jump_sent:
+            self.rejected += 1
+            return
+        pending = self._pending
+        if refused:
+            self._jump_sent = sent
+            self._adopt(lo, hi, at, jump=True)
+        elif (
+            pending is not None
+            and lo <= pending[1] + TOLERANCE
+            and hi >= pending[0] - TOLERANCE
+        ):
+            both_lo, both_hi = max(lo, pending[0]), min(hi, pending[1])
+            if both_lo > both_hi:
+                both_lo, both_hi = lo, hi
+            self._jump_sent = sent
+            self._adopt(both_lo, both_hi, at, jump=True)
+        else:
+            self.rejected += 1
+            self._pending = (lo, hi, at)
+
+    def _adopt(self, lo: float, hi: float, at: float, *, jump: bool) -> None:
+        before = self.offset
+        self._lo, self._hi = lo, hi
+        self._lo_at = self._hi_at = at
+        self._half = (hi - lo) / 2
+        self._offset = (lo + hi) / 2
+        self._pending = None
+        if jump:
+            self.generation += 1
+            offset = self.offset
+            if abs(offset) >= 1.0 or abs(offset - before) >= 1.0:
+                logger.warning(
+                    "the server's clock is %.3f s %s this machine's (was %.3f s); nonces follow "
+                    "the server's clock", abs(offset), "ahead of" if offset >= 0 else "behind",
+                    before,
+                )
+
+
+_clocks: dict[tuple[str, LocalClock], ServerClock] = {}
+_budget_clocks: dict[str, ServerClock] = {}
+_clocks_lock = threading.Lock()
+_unbound = ServerClock()
+
+
+def server_clock_for(origin: str, local: LocalClock = SYSTEM_CLOCK) -> ServerClock:
+    """The process-wide estimate of the clock of the server at ``origin`` (scheme, host, port),
+    shared by every client of that server that reads the same local clock."""
+    key = (origin, local)
+    with _clocks_lock:
+        clock = _clocks.get(key)
+        if clock is None:
+            clock = _clocks[key] = ServerClock(local)
+        return clock
+
+
+def bind_budget_clock(key_id: str, clock: ServerClock) -> None:
+    """Tell limiters that draw nonces for ``key_id`` (an API key at one server) which clock the
+    server keeps."""
+    with _clocks_lock:
+        _budget_clocks[key_id] = clock
+
+
+def budget_clock(key_id: str) -> ServerClock:
+    """The clock of the server of ``key_id``; the wall clock when no client named one."""
+    return _budget_clocks.get(key_id, _unbound)
+
+
+def nonce_refusal_error(
+    error: AuthenticationError, clock: ServerClock, attempts: int
+) -> AuthenticationError:
+    """The error for nonces refused on every attempt, saying what the clocks show."""
+    window = NONCE_WINDOW_MS // 1000
+    if clock.samples == 0:
+        measured = (
+            "The answers carry no Date header, so the server's clock could not be measured; "
+            f"this machine's clock likely differs from the server's by more than the {window} s "
+            "the service allows for nonces. Synchronise this machine's clock (NTP)."
+        )
+    else:
+        offset = clock.offset
+        side = "ahead of" if offset >= 0 else "behind"
+        measured = (
+            f"Measured from the Date of its answers, the server's clock is {abs(offset):.1f} s "
+            f"{side} this machine's, and nonces were drawn on that measured clock; yet the "
+            f"service kept refusing them, so the machine's clock or the server's differs by "
+            f"more than the {window} s the service allows (the server may judge nonces on "
+            "another clock than the one its Date shows). Check this machine's time "
+            "synchronisation (NTP), and that no other program signs with this API key using "
+            "nonces of its own."
+        )
+    said = error.message.removeprefix("nonce refused: ")
+    return AuthenticationError(
+        f"nonce refused on {attempts} attempts in a row ({said}). {measured}",
+        status=error.status,
+        code=error.code,
+        errors=error.errors,
+    )
