@@ -59,9 +59,13 @@ class LocalClock(Protocol):
     """This machine's clocks: the wall clock (seconds since the epoch, may step) and a monotonic
     clock (seconds, never steps)."""
 
-    def time(self) -> float: ...
+    def time(self) -> float:
+        """Seconds since the epoch, on this machine's wall clock (it may step)."""
+        ...
 
-    def monotonic(self) -> float: ...
+    def monotonic(self) -> float:
+        """Seconds on a clock that never steps back, for measuring intervals."""
+        ...
 
 
 class SystemClock:
