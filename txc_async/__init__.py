@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._backfill import backfill_mining_rewards
 from ._client import DEFAULT_BASE_URL, EU_BASE_URL, Client
 from ._errors import (
+    AnswerFormatError,
     ApiError,
     AuthenticationError,
     InvalidParameterError,
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_RATE_LIMITS",
     "EU_BASE_URL",
+    "AnswerFormatError",
     "ApiError",
     "AuthenticationError",
     "Client",
