@@ -23,7 +23,7 @@ import aiohttp
 from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
-from ._errors import InvalidParameterError, TransportError, TxcError
+from ._errors import InvalidParameterError, TransportError, TxcError, name_operations
 from ._models import (
     CollateralOrder,
     Hashrate,
@@ -55,10 +55,12 @@ from ._retry import RetryPolicy
 from ._scheduler import default_limiter
 from ._signing import Signer, key_fingerprint
 from ._stats import ClientStats
-from ._transport import AiohttpTransport, RawResponse, Transport
+from ._transport import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport, RawResponse, Transport
 from ._validate import (
     ACCOUNT_NAME,
     ACCOUNT_NAME_RULE,
+    CLIENT_ORDER_ID,
+    CLIENT_ORDER_ID_RULE,
     check_choice,
     check_decimal,
     check_int_range,
@@ -112,6 +114,7 @@ def _check_base_url(base_url: object) -> URL:
     return url
 
 
+@name_operations
 class Client:
     """Asyncio client of the exchange API v4.
 
@@ -133,6 +136,7 @@ class Client:
         transport: Transport | None = None,
         max_connections: int = 100,
         verify_tls: bool = True,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         if (api_key is None) != (api_secret is None):
             raise InvalidParameterError(
@@ -168,7 +172,9 @@ class Client:
         self._key_id = key_fingerprint(api_key or "", str(self._base_url.origin()))
         self._timeout = float(timeout)
         self._retry = retry or RetryPolicy()
-        self._transport: Transport = transport or AiohttpTransport(session, verify_tls=verify_tls)
+        self._transport: Transport = transport or AiohttpTransport(
+            session, verify_tls=verify_tls, max_answer_bytes=max_answer_bytes
+        )
         self._slots = asyncio.Semaphore(max_connections)
         self._closed = False
         # Calls under way, so that close() can end them at once instead of leaving them waiting.
@@ -271,6 +277,9 @@ class Client:
         self._calls.add(task)
         try:
             return await self._attempts(op, params, signer)
+        except TxcError as exc:
+            exc._attach_operation(op.name)
+            raise
         except asyncio.CancelledError:
             if task in self._ended_by_close:
                 self._ended_by_close.discard(task)
@@ -429,8 +438,8 @@ class Client:
         if take_profit is not None:
             params["takeProfit"] = check_decimal("take_profit", take_profit)
         if client_order_id is not None:
-            params["client_order_id"] = check_text(
-                "client_order_id", client_order_id, max_length=255
+            params["client_order_id"] = check_pattern(
+                "client_order_id", client_order_id, CLIENT_ORDER_ID, CLIENT_ORDER_ID_RULE
             )
         if position_side is not None:
             params["positionSide"] = check_choice(

@@ -38,9 +38,10 @@ class TxcError(Exception):
 
     operation: str | None = None
 
-    def _attach_operation(self, name: str) -> None:
-        """Name the operation the error belongs to; the first name given stays."""
-        if self.operation is None:
+    def _attach_operation(self, name: str, *, outer: bool = False) -> None:
+        """Name the operation the error belongs to. The wire operation names it first; the
+        client method the caller called (``outer``) has the last word."""
+        if outer or self.operation is None:
             self.operation = name
 
     def _describe(self) -> str:
@@ -212,7 +213,7 @@ def _coroutine_naming(
         try:
             return await method(*args, **kwargs)
         except TxcError as exc:
-            exc._attach_operation(name)
+            exc._attach_operation(name, outer=True)
             raise
 
     return call
@@ -229,7 +230,7 @@ def _generator_naming(
                 async for item in inner:
                     yield item
             except TxcError as exc:
-                exc._attach_operation(name)
+                exc._attach_operation(name, outer=True)
                 raise
 
     return walk

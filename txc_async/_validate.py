@@ -12,6 +12,8 @@ from ._errors import InvalidParameterError
 __all__ = [
     "ACCOUNT_NAME",
     "ACCOUNT_NAME_RULE",
+    "CLIENT_ORDER_ID",
+    "CLIENT_ORDER_ID_RULE",
     "check_choice",
     "check_decimal",
     "check_int_range",
@@ -25,6 +27,13 @@ _DECIMAL_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
 #: Mining account names: letters, digits and underscores, at most 255.
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 ACCOUNT_NAME_RULE = "must be 1 to 255 letters, digits or underscores"
+#: The exchange's rule for client order ids: Latin letters, digits, '-', '.', '_'; not empty,
+#: no spaces (so none around it either). Its length limit is not documented; 255 is the
+#: longest the library sends.
+CLIENT_ORDER_ID = re.compile(r"[A-Za-z0-9._-]{1,255}")
+CLIENT_ORDER_ID_RULE = (
+    "must be 1 to 255 Latin letters, digits, '-', '.' or '_' (no spaces, not empty)"
+)
 
 
 def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:
