@@ -84,7 +84,9 @@ def check_int_range(name: str, value: object, low: int, high: int) -> int:
 def check_choice(name: str, value: object, choices: tuple[str, ...] | tuple[int, ...]) -> object:
     """One of ``choices``; enum members are taken by value."""
     raw = value.value if isinstance(value, enum.Enum) else value
-    if isinstance(raw, bool) or raw not in choices:
+    # Only a str or an int can equal a choice: a float or Decimal that compares equal (1.0,
+    # Decimal(1)) would go out in the wrong JSON type, and a signalling NaN cannot be compared.
+    if isinstance(raw, bool) or not isinstance(raw, str | int) or raw not in choices:
         shown = ", ".join(repr(c) for c in choices)
         raise InvalidParameterError(name, f"must be one of {shown}, got {value!r}")
     return raw
