@@ -82,7 +82,7 @@ def test_unreachable_server_is_one_line(
     monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
     code = main(["ping"])
     err = capsys.readouterr().err
-    assert code == 1 and err.startswith("txc-async: error: could not connect")
+    assert code == 1 and err == "txc-async: error: ping: connection refused by 127.0.0.1:9\n"
     assert err.count("\n") == 1
 
 

@@ -402,7 +402,8 @@ async def test_bad_input_is_refused_before_sending(
     with pytest.raises(InvalidParameterError) as caught:
         await getattr(client, method)(**kwargs)
     assert caught.value.parameter == parameter
-    assert str(caught.value).startswith(parameter + ":")
+    # The message begins with the operation, then names the parameter.
+    assert str(caught.value).startswith(f"{method}: {parameter}:")
     assert isinstance(caught.value, ValueError)
     assert not mocked.requests
 
