@@ -63,23 +63,38 @@ def _finite_check(info: mi.Type) -> _Check | None:
             return None
         return lambda values: entry(chain.from_iterable(map(dict.values, values)))
     if isinstance(info, mi.StructType):
-        fields: list[tuple[Callable[[Any], Any], _Check]] = []
+        decimals: list[Callable[[Any], Any]] = []
+        nested: list[tuple[Callable[[Any], Any], _Check]] = []
         for field in info.fields:
+            if _is_decimal(field.type):
+                decimals.append(attrgetter(field.name))
+                continue
             check = _finite_check(field.type)
             if check is not None:
-                fields.append((attrgetter(field.name), check))
-        if not fields:
+                nested.append((attrgetter(field.name), check))
+        if not decimals and not nested:
             return None
-        if len(fields) == 1:
-            ((get, check),) = fields
-            return lambda values: check(map(get, values))
 
         def each_field(values: Iterable[Any]) -> bool:
             many = values if isinstance(values, list) else list(values)
-            return all(check(map(get, many)) for get, check in fields)
+            for get in decimals:
+                try:
+                    if not all(map(_is_finite, map(get, many))):
+                        return False
+                except TypeError:  # a None among them (null in the answer): it is finite
+                    if not all(map(_is_finite, filter(None, map(get, many)))):
+                        return False
+            return all(check(map(get, many)) for get, check in nested)
 
         return each_field
     return None
+
+
+def _is_decimal(info: mi.Type) -> bool:
+    """A decimal field: ``Decimal`` or ``Decimal | None``."""
+    if isinstance(info, mi.UnionType):
+        return any(isinstance(t, mi.DecimalType) for t in info.types)
+    return isinstance(info, mi.DecimalType)
 
 
 class _Unfit(Exception):
