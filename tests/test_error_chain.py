@@ -286,3 +286,30 @@ def test_the_walker_finds_what_aiohttp_keeps() -> None:
     assert "sig-Walker-9" in reachable_text(outer)
     nested = SimpleNamespace(deep=[{"k": (b"token-Bytes-3",)}])
     assert "token-Bytes-3" in reachable_text(TxcError(nested))
+
+
+async def test_connection_reset(world: World) -> None:
+    import struct
+
+    async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        sock = writer.get_extra_info("socket")
+        # Linger 0: closing sends a TCP reset instead of an orderly end.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    server = await asyncio.start_server(reset, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with txc_async.Client(
+            api_key=KEY, api_secret=SECRET, base_url=f"http://127.0.0.1:{port}",
+            retry=NO_RETRY, limiter=txc_async.InProcessLimiter(), session=world.session,
+        ) as client:
+            err = await _raised(client.main_balance)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert type(err) is TransportError and err.may_have_reached_server
+    assert str(err) == f"main_balance: connection reset by 127.0.0.1:{port}"
+    assert world.sent.values
+    assert_clean(err, world.secrets())
