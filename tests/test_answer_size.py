@@ -72,7 +72,6 @@ async def _stream_by_path(request: web.Request) -> web.StreamResponse:
     return response
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("framing", ["declared", "chunked"])
 async def test_a_gibibyte_answer_is_refused_within_bounded_memory(
     huge_server: str, framing: str
