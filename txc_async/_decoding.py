@@ -119,13 +119,19 @@ class AnswerDecoder(Generic[W, R]):
         *,
         write: bool,
         secret_answer: bool = False,
+        checked_result: type | None = None,
     ) -> None:
         self._strict: Callable[[bytes], W] = msgspec.json.Decoder(wire).decode
         self._info = mi.type_info(wire)
         self._result = result
         self.write = write
         self._secret_answer = secret_answer
-        self._finite = _finite_check(self._info)
+        # With ``checked_result`` (the result's type), the result is checked instead of the wire
+        # answer: cheaper when the result is a plain container of decimals.
+        self._check_result = checked_result is not None
+        self._finite = _finite_check(
+            mi.type_info(checked_result) if checked_result is not None else self._info
+        )
 
     def __call__(self, body: bytes) -> R:
         try:
@@ -133,10 +139,16 @@ class AnswerDecoder(Generic[W, R]):
         except _STRICT_FAILURES:
             return self._result(self.tolerant(body))
         finite = self._finite
-        if finite is not None and not finite((answer,)):
-            # The careful reading names the first non-finite number and refuses the answer.
-            return self._result(self.tolerant(body))
-        return self._result(answer)
+        if finite is None:
+            return self._result(answer)
+        if self._check_result:
+            result = self._result(answer)
+            if finite((result,)):
+                return result
+        elif finite((answer,)):
+            return self._result(answer)
+        # The careful reading names the first non-finite number and refuses the answer.
+        return self._result(self.tolerant(body))
 
     def tolerant(self, body: bytes) -> W:
         """The careful reading of ``body``; raises :class:`AnswerFormatError` when it does not

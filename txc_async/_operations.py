@@ -97,7 +97,7 @@ PING: Operation[bool] = Operation(
 )
 BALANCE: Operation[dict[str, Decimal]] = Operation(
     "main_balance", "POST", "/api/v4/main-account/balance", "main_balance", Auth.SIGNED, True,
-    AnswerDecoder(dict[str, _Balance], _balance, write=False),
+    AnswerDecoder(dict[str, _Balance], _balance, write=False, checked_result=dict[str, Decimal]),
 )
 INVESTMENTS: Operation[InvestmentsPage] = Operation(
     "investments_history", "POST", "/api/v4/main-account/smart/investments", "investments",
