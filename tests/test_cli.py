@@ -89,7 +89,7 @@ def test_unreachable_server_is_one_line(
     monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
     code = main(["ping"])
     err = capsys.readouterr().err
-    assert code == 1 and err.startswith("txc-async: error: cannot connect to 127.0.0.1:9: ")
+    assert code == 1 and err.startswith("txc-async: error: ") and "127.0.0.1:9" in err
     assert "refused" in err.lower() and err.count("\n") == 1
 
 

@@ -253,3 +253,147 @@ def test_tls_is_verified_by_default() -> None:
     assert client._pipeline.transport._verify_tls is True  # type: ignore[attr-defined]
     assert datetime.now(UTC)  # the default base URL is https
     assert client.base_url.startswith("https://")
+
+
+# -- decoded values: what a success answer can turn into ------------------------------------------
+
+MISSING = object()
+
+
+@st.composite
+def non_finite_spellings(draw: st.DrawFn) -> str:
+    word = draw(st.sampled_from(["nan", "snan", "inf", "infinity"]))
+    word = "".join(c.upper() if draw(st.booleans()) else c for c in word)
+    if "nan" in word.lower():
+        word += draw(st.sampled_from(["", "0", "123"]))
+    if draw(st.booleans()):
+        at = draw(st.integers(1, len(word) - 1))
+        word = word[:at] + "_" + word[at:]
+    sign = draw(st.sampled_from(["", "+", "-"]))
+    space = draw(st.sampled_from(["", " ", "\t", "\u2003"]))
+    return f"{space}{sign}{word}{space}"
+
+
+decimal_values = st.one_of(
+    st.decimals(allow_nan=False, allow_infinity=False).map(str),
+    st.decimals(allow_nan=False, allow_infinity=False, places=8).map(lambda d: format(d, "f")),
+    st.just(""), st.none(), st.just(MISSING), non_finite_spellings(),
+    st.text(max_size=8), st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=False, allow_infinity=False), st.booleans(),
+)
+
+
+def _expected_decimal(value: object) -> tuple[bool, Decimal | None]:
+    """(readable, value) of a decimal field as the library promises to read it."""
+    if value is MISSING or value is None or value == "":
+        return True, None
+    if isinstance(value, bool):
+        return False, None
+    if isinstance(value, int):
+        return True, Decimal(value)
+    if isinstance(value, float):
+        return True, Decimal(repr(value))
+    assert isinstance(value, str)
+    try:
+        number = Decimal(value)
+    except ArithmeticError:
+        return False, None
+    return number.is_finite(), number if number.is_finite() else None
+
+
+DECIMAL_FIELDS = ("amount", "price", "activation_price", "deal_money", "deal_stock", "left",
+                  "deal_fee")
+
+
+@SETTINGS
+@given(
+    decimals=st.fixed_dictionaries({name: decimal_values for name in DECIMAL_FIELDS}),
+    legs=st.tuples(decimal_values, decimal_values),
+    status=st.sampled_from(["NEW", "FILLED", "CANCELLED", "PENDING", "", "new"]),
+    side=st.sampled_from(["buy", "sell", "BUY", "short"]),
+    extra=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+)
+async def test_decoded_order_values_are_what_the_answer_says_or_refused(
+    decimals: dict[str, Any], legs: tuple[Any, Any], status: str, side: str,
+    extra: dict[str, Any],
+) -> None:
+    answer: dict[str, Any] = {**extra, "order_id": 9, "market": "BTC_USDT", "side": side,
+                              "type": "stop limit", "timestamp": 1.5, "status": status}
+    fields = dict(decimals)
+    oto = {"otoId": 1}
+    for name, value in zip(("stopLoss", "takeProfit"), legs, strict=True):
+        if value is not MISSING:
+            oto[name] = value
+    answer["oto"] = oto
+    for name, value in fields.items():
+        if value is not MISSING:
+            answer[name] = value
+    body = json.dumps(answer).encode()
+    client, transport = make_client(RawResponse(200, {}, body))
+    expected = {name: _expected_decimal(value) for name, value in fields.items()}
+    leg_expected = [_expected_decimal(value) for value in legs]
+    readable = all(ok for ok, _ in [*expected.values(), *leg_expected])
+    try:
+        order = await client.collateral_stop_limit_order(
+            market="BTC_USDT", side="buy", amount="1", price="1", activation_price="1"
+        )
+    except txc_async.AnswerFormatError as exc:
+        assert not readable, f"a readable answer was refused: {exc}"
+        assert "accepted the request" in str(exc)
+        assert len(transport.sent) == 1
+        return
+    assert readable, "an unreadable or non-finite value was accepted"
+    for name, (_, value) in expected.items():
+        assert getattr(order, name) == value, name
+    assert order.oto is not None
+    assert (order.oto.stop_loss, order.oto.take_profit) == tuple(v for _, v in leg_expected)
+    assert order.status == status and order.side == side
+    assert isinstance(order.status, txc_async.OrderStatus) == (status in {"NEW", "FILLED",
+                                                                          "CANCELLED"})
+
+
+@SETTINGS
+@given(
+    rewards=st.lists(st.tuples(decimal_values, decimal_values), min_size=1, max_size=4),
+    balances=st.dictionaries(st.sampled_from(["BTC", "ETH", "NAN", "INF"]), decimal_values,
+                             max_size=4),
+)
+async def test_decoded_rewards_and_balances_hold_only_finite_decimals(
+    rewards: list[tuple[Any, Any]], balances: dict[str, Any]
+) -> None:
+    records = []
+    for reward, fee in rewards:
+        record = {"miningAccountName": "nanopool_inf", "totalReward": "1", "fppsRate": "0.1",
+                  "hashRate": "1 TH/s", "date": 1704067200}
+        for name, value in (("reward", reward), ("fee", fee)):
+            if value is not MISSING:
+                record[name] = value
+        records.append(record)
+    page_body = json.dumps({"offset": 0, "limit": 100, "data": records}).encode()
+    balance_body = json.dumps({
+        ticker: ({} if value is MISSING else {"main_balance": value})
+        for ticker, value in balances.items()
+    }).encode()
+    pairs = [(client_call, body) for client_call, body in
+             (("mining_rewards", page_body), ("main_balance", balance_body))]
+    for name, body in pairs:
+        client, _ = make_client(RawResponse(200, {}, body))
+        values = (
+            [v for pair in rewards for v in pair] if name == "mining_rewards"
+            else list(balances.values())
+        )
+        readable = all(_expected_decimal(v)[0] for v in values)
+        try:
+            result = await getattr(client, name)()
+        except txc_async.AnswerFormatError:
+            assert not readable
+            continue
+        assert readable
+        if name == "mining_rewards":
+            read = [(r.reward, r.fee) for r in result.data]
+            assert read == [tuple(_expected_decimal(v)[1] for v in pair) for pair in rewards]
+        else:
+            assert result == {
+                ticker: number for ticker, value in balances.items()
+                if (number := _expected_decimal(value)[1]) is not None
+            }

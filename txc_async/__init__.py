@@ -13,6 +13,7 @@ from ._backfill import backfill_mining_rewards
 from ._client import Client
 from ._clock import LocalClock
 from ._errors import (
+    AnswerFormatError,
     ApiError,
     AuthenticationError,
     InvalidParameterError,
@@ -73,6 +74,7 @@ __all__ = [
     "DEFAULT_RATE_LIMITS",
     "EU_BASE_URL",
     "Admission",
+    "AnswerFormatError",
     "ApiError",
     "AuthenticationError",
     "Client",

@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import msgspec
 
 from ._errors import (
+    AnswerFormatError,
     ApiError,
     AuthenticationError,
     RateLimitError,
@@ -181,22 +182,28 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
     """The typed result of ``raw``, or the error it carries.
 
     Raises :class:`RateLimited` / :class:`NonceRefused` for refusals the client retries itself,
-    :class:`TransportError` for answers with no usable content, :class:`ApiError` subclasses for
-    error bodies (whatever the status, 2xx included).
+    :class:`AnswerFormatError` for a success answer that cannot be read,
+    :class:`TransportError` for other answers with no usable content, :class:`ApiError`
+    subclasses for error bodies (whatever the status, 2xx included).
     """
     status, headers, body = raw
     if 200 <= status < 300:
+        unreadable: AnswerFormatError
         try:
             return decode(body)
+        except AnswerFormatError as exc:
+            unreadable = exc
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-            pass
+            unreadable = AnswerFormatError("not the expected shape", body=body)
+        # Raised outside the except clauses: no internal exception rides along as context.
         data = _try_json(body)
-        if data is None:
-            raise TransportError("the answer is not JSON", status=status)
-        error = error_from_body(status, data)
-        if error is None:
-            raise TransportError("the answer does not have the expected shape", status=status)
-        _raise_error(error, headers)
+        if data is not None:
+            error = error_from_body(status, data)
+            if error is not None:
+                _raise_error(error, headers)
+        unreadable.status = status
+        unreadable.__context__ = None
+        raise unreadable
     if status == 429:
         data = _try_json(body)
         if data is None:

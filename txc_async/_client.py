@@ -20,7 +20,7 @@ import aiohttp
 from yarl import URL
 
 from ._clock import SYSTEM_CLOCK, LocalClock, bind_budget_clock, server_clock_for
-from ._errors import InvalidParameterError, TransportError, TxcError
+from ._errors import InvalidParameterError, TransportError, TxcError, name_operations
 from ._limiter_url import limiter_from_url
 from ._models import (
     CollateralOrder,
@@ -55,10 +55,12 @@ from ._retry import RetryPolicy
 from ._scheduler import default_limiter
 from ._signing import Signer, key_fingerprint, nonce_source_for
 from ._stats import ClientStats
-from ._transport import AiohttpTransport, Transport
+from ._transport import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport, Transport
 from ._validate import (
     ACCOUNT_NAME,
     ACCOUNT_NAME_RULE,
+    CLIENT_ORDER_ID,
+    CLIENT_ORDER_ID_RULE,
     check_choice,
     check_decimal,
     check_int_range,
@@ -144,6 +146,8 @@ def _check_base_url(base_url: object) -> URL:
     return url
 
 
+@name_operations
+@name_operations
 class Client:
     """Asyncio client of the exchange API v4.
 
@@ -179,6 +183,7 @@ class Client:
         max_connections: int = 100,
         verify_tls: bool = True,
         clock: LocalClock | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         if (api_key is None) != (api_secret is None):
             raise InvalidParameterError(
@@ -226,7 +231,10 @@ class Client:
             key_id=key_id,
             rate_limits=merge_rate_limits(rate_limits),
             transport=transport
-            or AiohttpTransport(session, verify_tls=verify_tls, max_connections=max_connections),
+            or AiohttpTransport(
+                session, verify_tls=verify_tls, max_connections=max_connections,
+                max_answer_bytes=max_answer_bytes,
+            ),
             user_agent=user_agent,
             on_request=on_request,
         )
@@ -253,6 +261,7 @@ class Client:
         max_connections: int = 100,
         verify_tls: bool = True,
         clock: LocalClock | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> Client:
         """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET``, ``TXC_BASE_URL`` and
         ``TXC_LIMITER`` (a :func:`txc_async.limiter_from_url` URL).
@@ -277,6 +286,7 @@ class Client:
             max_connections=max_connections,
             verify_tls=verify_tls,
             clock=clock,
+            max_answer_bytes=max_answer_bytes,
         )
 
     def with_options(
@@ -450,8 +460,8 @@ class Client:
         if take_profit is not None:
             params["takeProfit"] = check_decimal("take_profit", take_profit)
         if client_order_id is not None:
-            params["client_order_id"] = check_text(
-                "client_order_id", client_order_id, max_length=255
+            params["client_order_id"] = check_pattern(
+                "client_order_id", client_order_id, CLIENT_ORDER_ID, CLIENT_ORDER_ID_RULE
             )
         if position_side is not None:
             params["positionSide"] = check_choice(

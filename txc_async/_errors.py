@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
 
 __all__ = [
+    "AnswerFormatError",
     "ApiError",
     "AuthenticationError",
     "InvalidParameterError",
@@ -13,11 +19,41 @@ __all__ = [
     "TransportError",
     "TxcError",
     "ValidationError",
+    "name_operations",
 ]
+
+T = TypeVar("T")
+C = TypeVar("C", bound=type)
+
+#: Most bytes of an unreadable answer an :class:`AnswerFormatError` keeps.
+MAX_KEPT_BODY = 4096
 
 
 class TxcError(Exception):
-    """Base class of every error raised by txc_async."""
+    """Base class of every error raised by txc_async.
+
+    ``operation`` is the name of the client method during which the error was raised (``None``
+    outside a call); the message then begins with it.
+    """
+
+    operation: str | None = None
+
+    def _attach_operation(self, name: str, *, outer: bool = False) -> None:
+        """Name the operation the error belongs to. The wire operation names it first; the
+        client method the caller called (``outer``) has the last word."""
+        if outer or self.operation is None:
+            self.operation = name
+
+    def _describe(self) -> str:
+        """The message without the operation's name."""
+        return super().__str__()
+
+    def __str__(self) -> str:
+        text = self._describe()
+        operation = self.operation
+        if operation is None or text.startswith(operation + ":"):
+            return text
+        return f"{operation}: {text}"
 
 
 class ApiError(TxcError):
@@ -41,7 +77,7 @@ class ApiError(TxcError):
         self.errors: dict[str, list[str]] = errors or {}
         super().__init__(message)
 
-    def __str__(self) -> str:
+    def _describe(self) -> str:
         parts = [self.message or "error"]
         if self.status is not None:
             parts.append(f"HTTP {self.status}")
@@ -56,7 +92,7 @@ class ApiError(TxcError):
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(message={self.message!r}, status={self.status!r}, "
-            f"code={self.code!r}, errors={self.errors!r})"
+            f"code={self.code!r}, errors={self.errors!r}, operation={self.operation!r})"
         )
 
 
@@ -88,10 +124,11 @@ class RateLimitError(ApiError):
 
 
 class TransportError(TxcError):
-    """No usable answer: the connection failed or timed out, the body was not JSON, or a 5xx.
+    """No usable answer: the connection failed or timed out, the answer was malformed, too large
+    or not JSON, or a 5xx.
 
     ``status`` is the HTTP status when an answer arrived. ``may_have_reached_server`` tells whether
-    the request could have been executed (False only when the connection was never made).
+    the request could have been executed (False only when it certainly was not sent).
     """
 
     def __init__(
@@ -106,10 +143,48 @@ class TransportError(TxcError):
         self.may_have_reached_server = may_have_reached_server
         super().__init__(message)
 
-    def __str__(self) -> str:
+    def _describe(self) -> str:
         if self.status is not None:
             return f"{self.message} (HTTP {self.status})"
         return self.message
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(message={self.message!r}, status={self.status!r}, "
+            f"may_have_reached_server={self.may_have_reached_server!r}, "
+            f"operation={self.operation!r})"
+        )
+
+
+class AnswerFormatError(TransportError):
+    """A success answer (2xx, no error shape) that cannot be read as the operation's result.
+
+    The server took the request: for a write (an order, an account, a token refresh) it was most
+    likely executed, so do not send it again blindly. ``status`` is the HTTP status, ``body`` the
+    raw answer cut to its first 4 KiB (token values withheld), ``reason`` what did not fit.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        status: int | None = None,
+        body: bytes = b"",
+        write: bool = False,
+    ) -> None:
+        self.reason = reason
+        self.body = body[:MAX_KEPT_BODY]
+        self.write = write
+        super().__init__(_answer_message(reason, write), status=status)
+
+
+def _answer_message(reason: str, write: bool) -> str:
+    if write:
+        return (
+            "the server accepted the request, but its answer could not be read "
+            f"({reason}); the operation most likely took effect: check before repeating it"
+        )
+    return f"the answer could not be read ({reason})"
 
 
 class RequestTimeout(TransportError, asyncio.TimeoutError):
@@ -123,3 +198,52 @@ class InvalidParameterError(TxcError, ValueError):
         self.parameter = parameter
         self.rule = rule
         super().__init__(f"{parameter}: {rule}")
+
+
+# -- naming the operation of every error raised during a call ---------------------------------
+
+_NOT_OPERATIONS = frozenset({"close", "aclose"})
+
+
+def _coroutine_naming(
+    name: str, method: Callable[..., Coroutine[Any, Any, T]]
+) -> Callable[..., Coroutine[Any, Any, T]]:
+    @functools.wraps(method)
+    async def call(*args: Any, **kwargs: Any) -> T:
+        try:
+            return await method(*args, **kwargs)
+        except TxcError as exc:
+            exc._attach_operation(name, outer=True)
+            raise
+
+    return call
+
+
+def _generator_naming(
+    name: str, method: Callable[..., AsyncGenerator[T, None]]
+) -> Callable[..., AsyncIterator[T]]:
+    @functools.wraps(method)
+    async def walk(*args: Any, **kwargs: Any) -> AsyncIterator[T]:
+        # Closed with the wrapper, so a caller that stops early ends the walk at once.
+        async with contextlib.aclosing(method(*args, **kwargs)) as inner:
+            try:
+                async for item in inner:
+                    yield item
+            except TxcError as exc:
+                exc._attach_operation(name, outer=True)
+                raise
+
+    return walk
+
+
+def name_operations(cls: C) -> C:
+    """Class decorator: every public coroutine or async-generator method of ``cls`` (its
+    operations) names itself on any :class:`TxcError` raised while it runs."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or name in _NOT_OPERATIONS:
+            continue
+        if inspect.iscoroutinefunction(member):
+            setattr(cls, name, _coroutine_naming(name, member))
+        elif inspect.isasyncgenfunction(member):
+            setattr(cls, name, _generator_naming(name, member))
+    return cls

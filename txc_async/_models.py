@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from decimal import Decimal
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
@@ -82,32 +82,53 @@ PositionSideLiteral: TypeAlias = Literal["LONG", "SHORT", "BOTH"]
 IntervalLiteral: TypeAlias = Literal["5m", "1h", "24h"]
 
 
-class FixedPlan(msgspec.Struct, frozen=True, rename="camel"):
+# Values an enum does not list decode as the plain wire value, so a status the exchange adds later
+# never turns a success into an error. msgspec decodes the listed values itself (the fast path);
+# the tolerant reading in ``_decoding`` builds the struct with the raw value otherwise. The
+# runtime annotations name the enums so that msgspec can decode them; type checkers see the
+# unions.
+if TYPE_CHECKING:
+    _InvestmentStatusValue: TypeAlias = InvestmentStatus | int
+    _PlanStatusValue: TypeAlias = PlanStatus | int
+    _OrderStatusValue: TypeAlias = OrderStatus | str
+    _SideValue: TypeAlias = Side | str
+    _PositionSideValue: TypeAlias = PositionSide | str
+else:
+    _InvestmentStatusValue = InvestmentStatus
+    _PlanStatusValue = PlanStatus
+    _OrderStatusValue = OrderStatus
+    _SideValue = Side
+    _PositionSideValue = PositionSide
+
+# Decimal fields are ``Decimal | None``: ``""``, ``null`` or a missing value decodes as None.
+
+
+class FixedPlan(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """A fixed crypto-lending plan."""
 
     id: str
     ticker: str
-    status: PlanStatus
-    percent: Decimal
+    status: _PlanStatusValue
+    percent: Decimal | None
     duration: int
     interest_ticker: str
-    interest_ratio: Decimal
-    min_investment: Decimal
-    max_investment: Decimal
-    max_possible_investment: Decimal
+    interest_ratio: Decimal | None
+    min_investment: Decimal | None
+    max_investment: Decimal | None
+    max_possible_investment: Decimal | None
 
 
-class Investment(msgspec.Struct, frozen=True, rename="camel"):
+class Investment(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """One fixed-lending investment of the user."""
 
     id: str
     plan: FixedPlan
-    status: InvestmentStatus
+    status: _InvestmentStatusValue
     created: int
     updated: int
     payment_time: int
-    amount: Decimal
-    interest_paid: Decimal
+    amount: Decimal | None
+    interest_paid: Decimal | None
 
 
 class InvestmentsPage(msgspec.Struct, frozen=True):
@@ -118,7 +139,7 @@ class InvestmentsPage(msgspec.Struct, frozen=True):
     records: list[Investment]
 
 
-class OtoOrder(msgspec.Struct, frozen=True, rename="camel"):
+class OtoOrder(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """The stop-loss / take-profit legs attached to an order."""
 
     oto_id: int
@@ -131,21 +152,21 @@ class CollateralOrder(msgspec.Struct, frozen=True, rename={"position_side": "pos
 
     order_id: int
     market: str
-    side: Side
+    side: _SideValue
     type: str
     timestamp: float
-    amount: Decimal
-    price: Decimal
-    activation_price: Decimal
-    status: OrderStatus
+    amount: Decimal | None
+    price: Decimal | None
+    activation_price: Decimal | None
+    status: _OrderStatusValue
     client_order_id: str = ""
-    deal_money: Decimal = Decimal(0)
-    deal_stock: Decimal = Decimal(0)
+    deal_money: Decimal | None = None
+    deal_stock: Decimal | None = None
     left: Decimal | None = None
-    deal_fee: Decimal = Decimal(0)
+    deal_fee: Decimal | None = None
     stp: str | None = None
     oto: OtoOrder | None = None
-    position_side: PositionSide | None = None
+    position_side: _PositionSideValue | None = None
 
 
 class MiningAccount(msgspec.Struct, frozen=True, rename="camel"):
@@ -155,14 +176,14 @@ class MiningAccount(msgspec.Struct, frozen=True, rename="camel"):
     created_at: int
 
 
-class MiningReward(msgspec.Struct, frozen=True, rename="camel"):
+class MiningReward(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """One daily reward of a mining-pool account."""
 
     mining_account_name: str
-    total_reward: Decimal
-    reward: Decimal
-    fee: Decimal
-    fpps_rate: Decimal
+    total_reward: Decimal | None
+    reward: Decimal | None
+    fee: Decimal | None
+    fpps_rate: Decimal | None
     hash_rate: str
     date: int
 
@@ -175,7 +196,7 @@ class RewardsPage(msgspec.Struct, frozen=True):
     data: list[MiningReward]
 
 
-class HashratePoint(msgspec.Struct, frozen=True):
+class HashratePoint(msgspec.Struct, frozen=True, gc=False):
     """The hashrate of an account at one time."""
 
     timestamp: int
@@ -230,5 +251,5 @@ class _OAuthEnvelope(msgspec.Struct, frozen=True):
     data: OAuthToken
 
 
-class _Balance(msgspec.Struct, frozen=True):
-    main_balance: Decimal
+class _Balance(msgspec.Struct, frozen=True, gc=False):
+    main_balance: Decimal | None = None

@@ -9,8 +9,7 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-import msgspec
-
+from ._decoding import AnswerDecoder
 from ._models import (
     CollateralOrder,
     Hashrate,
@@ -63,67 +62,69 @@ class Operation(Generic[R]):
     decode: Callable[[bytes], R]
 
 
-def _decoder(kind: type[R]) -> Callable[[bytes], R]:
-    return msgspec.json.Decoder(kind).decode
+def _same(value: R) -> R:
+    return value
 
 
-_decode_ping = _decoder(list[str])
-_decode_balance = _decoder(dict[str, _Balance])
-_decode_mining_account = _decoder(_MiningAccountEnvelope)
-_decode_hashrate = _decoder(_HashrateEnvelope)
-_decode_oauth = _decoder(_OAuthEnvelope)
+def _ping(answer: list[str]) -> bool:
+    return answer == ["pong"]
 
 
-def _ping(body: bytes) -> bool:
-    return _decode_ping(body) == ["pong"]
+def _balance(answer: dict[str, _Balance]) -> dict[str, Decimal]:
+    # An asset whose balance is empty or missing is left out, like an asset with none.
+    return {
+        ticker: entry.main_balance
+        for ticker, entry in answer.items()
+        if entry.main_balance is not None
+    }
 
 
-def _balance(body: bytes) -> dict[str, Decimal]:
-    return {ticker: entry.main_balance for ticker, entry in _decode_balance(body).items()}
+def _mining_account(answer: _MiningAccountEnvelope) -> MiningAccount:
+    return answer.data
 
 
-def _mining_account(body: bytes) -> MiningAccount:
-    return _decode_mining_account(body).data
+def _hashrate(answer: _HashrateEnvelope) -> Hashrate:
+    return answer.data
 
 
-def _hashrate(body: bytes) -> Hashrate:
-    return _decode_hashrate(body).data
-
-
-def _oauth(body: bytes) -> OAuthToken:
-    return _decode_oauth(body).data
+def _oauth(answer: _OAuthEnvelope) -> OAuthToken:
+    return answer.data
 
 
 PING: Operation[bool] = Operation(
-    "ping", "GET", "/api/v4/public/ping", "public", Auth.NONE, True, _ping
+    "ping", "GET", "/api/v4/public/ping", "public", Auth.NONE, True,
+    AnswerDecoder(list[str], _ping, write=False),
 )
 BALANCE: Operation[dict[str, Decimal]] = Operation(
     "main_balance", "POST", "/api/v4/main-account/balance", "main_balance", Auth.SIGNED, True,
-    _balance,
+    AnswerDecoder(dict[str, _Balance], _balance, write=False, checked_result=dict[str, Decimal]),
 )
 INVESTMENTS: Operation[InvestmentsPage] = Operation(
     "investments_history", "POST", "/api/v4/main-account/smart/investments", "investments",
-    Auth.SIGNED, True, _decoder(InvestmentsPage),
+    Auth.SIGNED, True, AnswerDecoder(InvestmentsPage, _same, write=False),
 )
 COLLATERAL_STOP_LIMIT: Operation[CollateralOrder] = Operation(
     "collateral_stop_limit_order", "POST", "/api/v4/order/collateral/stop-limit",
-    "collateral_stop_limit_order", Auth.SIGNED, False, _decoder(CollateralOrder),
+    "collateral_stop_limit_order", Auth.SIGNED, False,
+    AnswerDecoder(CollateralOrder, _same, write=True),
 )
 CREATE_MINING_ACCOUNT: Operation[MiningAccount] = Operation(
     "create_mining_account", "POST", "/api/v4/mining/accounts/create", "create_mining_account",
-    Auth.SIGNED, False, _mining_account,
+    Auth.SIGNED, False,
+    AnswerDecoder(_MiningAccountEnvelope, _mining_account, write=True),
 )
 MINING_REWARDS: Operation[RewardsPage] = Operation(
     "mining_rewards", "POST", "/api/v4/mining/rewards", "mining_rewards", Auth.SIGNED, True,
-    _decoder(RewardsPage),
+    AnswerDecoder(RewardsPage, _same, write=False),
 )
 MINING_HASHRATE: Operation[Hashrate] = Operation(
     "mining_hashrate", "POST", "/api/v4/mining/hashrate", "mining_hashrate", Auth.SIGNED, True,
-    _hashrate,
+    AnswerDecoder(_HashrateEnvelope, _hashrate, write=False),
 )
 REFRESH_OAUTH_TOKEN: Operation[OAuthToken] = Operation(
     "refresh_oauth_token", "POST", "/oauth2/refresh_token", "refresh_oauth_token", Auth.FORM,
-    False, _oauth,
+    False,
+    AnswerDecoder(_OAuthEnvelope, _oauth, write=True, secret_answer=True),
 )
 
 OPERATIONS: tuple[Operation[Any], ...] = (

@@ -192,13 +192,16 @@ class Pipeline:
         calls.add(task)
         try:
             return await self._attempts(op, params, timeout, retry)
+        except TxcError as exc:
+            exc._attach_operation(op.name)
+            raise
         except asyncio.CancelledError:
             if task in self.ended_by_close:
                 self.ended_by_close.discard(task)
                 task.uncancel()
-                raise TransportError(
-                    f"{op.name}: the client was closed while the call was under way"
-                ) from None
+                closed = TransportError("the client was closed while the call was under way")
+                closed._attach_operation(op.name)
+                raise closed from None
             raise
         finally:
             calls.discard(task)

@@ -13,11 +13,12 @@ import itertools
 import math
 import os
 import random as _random
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 from ._backoff import RefusalState
 from ._errors import TransportError
@@ -89,26 +90,61 @@ def check_jitter_allowance(value: float | None) -> float | None:
     ):
         raise ValueError("jitter_allowance: must be a finite number of seconds, at least 0")
     return float(value)
+# Query parameters whose values are secret (redis-py passes every query parameter on as a
+# connection argument: password, ssl_password, ...).
+_SECRET_PARAMETER = re.compile(r"pass|secret|token|auth|cred", re.IGNORECASE)
+
+
+def _query_pieces(query: str) -> list[tuple[str, str, bool]]:
+    """``(raw name, raw value, secret?)`` of every ``name=value`` piece, undecoded."""
+    pieces = []
+    for piece in query.split("&"):
+        name, _, value = piece.partition("=")
+        pieces.append((name, value, bool(_SECRET_PARAMETER.search(unquote_plus(name)))))
+    return pieces
 
 
 def _passwords(url: str) -> list[str]:
-    """Every spelling of the URL's passwords (in the authority and in the query)."""
-    parts = urlsplit(url)
-    found = [parts.password] if parts.password else []
-    found += [value for name, value in parse_qsl(parts.query) if name == "password" and value]
-    return [s for p in found for s in {p, unquote(p), quote(p, safe="")}]
+    """Every spelling of every secret of the URL: the user-info's password (or the whole
+    user-info when it has no password: it may be a token) and secret query values, raw and
+    decoded; longest first, so that scrubbing leaves no piece of a longer one."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    found: list[str] = []
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at:
+        user, colon, password = userinfo.partition(":")
+        found.append(password if colon else user)
+    found += [value for _, value, secret in _query_pieces(parts.query) if secret]
+    spellings = {
+        s
+        for p in found
+        if p
+        for s in (p, unquote(p), unquote_plus(p), quote(unquote(p), safe=""),
+                  quote_plus(unquote_plus(p), safe=""))
+    }
+    return sorted(spellings, key=len, reverse=True)
 
 
 def _safe_url(url: str) -> str:
-    """The URL with its passwords masked, for messages."""
-    parts = urlsplit(url)
+    """The URL with its secrets masked, for messages and repr."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<a URL that cannot be parsed>"
     netloc = parts.netloc
-    if parts.password is not None:
-        netloc = f"{quote(parts.username or '', safe='')}:***@{netloc.rsplit('@', 1)[1]}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs], safe="*")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        netloc = f"{user}:***@{hostport}" if colon else f"***@{hostport}"
+    query = "&".join(
+        f"{name}=***" if secret else piece
+        for (name, _, secret), piece in zip(
+            _query_pieces(parts.query), parts.query.split("&"), strict=True
+        )
+    )
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
@@ -154,6 +190,7 @@ class RedisLimiter:
         self._timeout = float(timeout)
         self._safe_url = _safe_url(url)
         self._secrets = _passwords(url)
+        problem: str | None = None
         try:
             # No socket_timeout: redis-py then sends through asyncio.wait_for, which on Python
             # 3.11 can swallow a cancellation; every call is bounded by asyncio.timeout instead.
@@ -161,7 +198,11 @@ class RedisLimiter:
                 url, socket_connect_timeout=self._timeout
             )
         except ValueError as exc:
-            raise ValueError(f"url: {self._scrub(str(exc))}") from None
+            problem = self._scrub(str(exc))
+        if problem is not None:
+            # Raised outside the except clause: redis-py's error, which may quote the URL, is
+            # not kept as the context.
+            raise ValueError(f"url: {problem}")
         self._namespace = namespace
         self._sleep = sleep
         self._random = random if random is not None else _random.random
@@ -215,7 +256,8 @@ class RedisLimiter:
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
-        except RedisError as exc:
+        except (RedisError, TypeError, ValueError) as exc:
+            # TypeError/ValueError: redis-py refusing a URL parameter when it first connects.
             what = "failed"
             detail = f"{type(exc).__name__}: {exc}"
         # Chained exceptions are left out: the message says what happened, without the password.

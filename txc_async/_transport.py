@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
 import aiohttp
 from yarl import URL
 
-from ._errors import RequestTimeout, TransportError
+from ._errors import InvalidParameterError, RequestTimeout, TransportError
 
-__all__ = ["AiohttpTransport", "RawResponse", "Transport"]
+__all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
+
+#: Answers larger than this are refused: far above the largest page of any operation (a
+#: 100-record investments page is about 40 KB), far below what would strain memory.
+DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
+_CHUNK = 64 * 1024
 
 
 class RawResponse(NamedTuple):
@@ -42,7 +48,13 @@ class AiohttpTransport:
     """A transport over one :class:`aiohttp.ClientSession`, kept for the client's life.
 
     The session is created on first use (inside the running loop) unless one is injected; an
-    injected session belongs to the caller and is not closed here.
+    injected session belongs to the caller and is not closed here. An answer larger than
+    ``max_answer_bytes`` is not read further: the connection is closed and the request fails
+    with :class:`TransportError`.
+
+    Every error is raised outside the ``except`` clause that caught aiohttp's: aiohttp's
+    exceptions carry the request's headers (key, payload, signature), and none of them may be
+    reachable from what the caller gets.
     """
 
     def __init__(
@@ -51,7 +63,15 @@ class AiohttpTransport:
         *,
         verify_tls: bool = True,
         max_connections: int = 100,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
+        if (
+            isinstance(max_answer_bytes, bool)
+            or not isinstance(max_answer_bytes, int)
+            or max_answer_bytes < 1024
+        ):
+            raise InvalidParameterError("max_answer_bytes", "must be an integer of at least 1024")
+        self.max_answer_bytes = max_answer_bytes
         self._session = session
         self._max_connections = max_connections
         self._owns_session = session is None
@@ -83,28 +103,74 @@ class AiohttpTransport:
     ) -> RawResponse:
         session = self._get_session()
         client_timeout = aiohttp.ClientTimeout(total=timeout)
+        failure: TransportError
         try:
             async with session.request(
                 method, url, headers=headers, data=body, timeout=client_timeout,
                 allow_redirects=False,
             ) as response:
-                payload = await response.read()
-                return RawResponse(response.status, response.headers, payload)
-        except TimeoutError:
-            raise RequestTimeout(
-                f"no answer within {timeout:g} s", may_have_reached_server=True
-            ) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise TransportError(
-                f"could not connect to {url.host}: {type(exc).__name__}",
+                payload = await self._read(response)
+                if payload is not None:
+                    return RawResponse(response.status, response.headers, payload)
+                response.close()
+                failure = TransportError(
+                    f"the answer is larger than max_answer_bytes ({self.max_answer_bytes} "
+                    "bytes); it was not read further",
+                    status=response.status,
+                )
+        except aiohttp.ConnectionTimeoutError:
+            failure = RequestTimeout(
+                f"no connection to {_where(url)} within {timeout:g} s",
                 may_have_reached_server=False,
-            ) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            if self._closed:
-                raise TransportError(
-                    "the client was closed while the request was in flight"
-                ) from None
-            raise TransportError(f"connection failed: {type(exc).__name__}") from None
+            )
+        except TimeoutError:
+            failure = RequestTimeout(f"no answer within {timeout:g} s")
+        except aiohttp.ClientConnectorError as exc:
+            failure = TransportError(_connect_failure(exc, url), may_have_reached_server=False)
+        except aiohttp.ClientResponseError as exc:
+            # Raised by aiohttp's HTTP parser; its request_info holds the signed headers.
+            failure = TransportError(f"malformed HTTP answer from {_where(url)}: "
+                                     f"{_first_words(exc.message)}")
+        except aiohttp.ServerDisconnectedError:
+            failure = TransportError(
+                f"{_where(url)} closed the connection before answering"
+            )
+        except aiohttp.ClientPayloadError:
+            failure = TransportError(
+                f"the answer from {_where(url)} was cut off or malformed before its end"
+            )
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            failure = TransportError(self._connection_failure(exc, url))
+        raise failure
+
+    async def _read(self, response: aiohttp.ClientResponse) -> bytes | None:
+        """The whole body, or None once it exceeds ``max_answer_bytes``."""
+        limit = self.max_answer_bytes
+        declared = response.content_length
+        if declared is not None and response.headers.get("Content-Encoding") is None:
+            if declared > limit:
+                return None
+            return await response.read()
+        # Unknown length (chunked, or compressed: the limit is on the decoded bytes).
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _connection_failure(self, exc: BaseException, url: URL) -> str:
+        if self._closed:
+            return "the client was closed while the request was in flight"
+        if isinstance(exc, ConnectionResetError) or (
+            isinstance(exc, OSError) and exc.errno == errno.ECONNRESET
+        ):
+            return f"connection reset by {_where(url)}"
+        if isinstance(exc, ValueError) and not isinstance(exc, OSError):
+            return f"the request to {_where(url)} could not be sent: {type(exc).__name__}"
+        return f"connection to {_where(url)} failed: {type(exc).__name__}"
 
     async def aclose(self) -> None:
         self._closed = True
@@ -113,3 +179,26 @@ class AiohttpTransport:
             await session.close()
             # Let the connector finish closing its transports (aiohttp's documented idiom).
             await asyncio.sleep(0)
+
+
+def _where(url: URL) -> str:
+    return f"{url.host}:{url.port}"
+
+
+def _connect_failure(exc: aiohttp.ClientConnectorError, url: URL) -> str:
+    where = _where(url)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"could not resolve {url.host}"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return f"TLS handshake with {where} failed: {type(exc).__name__}"
+    os_error = exc.os_error
+    if isinstance(os_error, ConnectionRefusedError) or os_error.errno == errno.ECONNREFUSED:
+        return f"connection refused by {where}"
+    reason = os_error.strerror or type(os_error).__name__
+    return f"could not connect to {where}: {reason}"
+
+
+def _first_words(message: str) -> str:
+    """The parser's reason without the answer bytes it quotes."""
+    text = message.split(":", 1)[0].split("\n", 1)[0].strip()
+    return text[:80] if text else "unreadable status line or headers"

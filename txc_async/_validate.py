@@ -12,6 +12,8 @@ from ._errors import InvalidParameterError
 __all__ = [
     "ACCOUNT_NAME",
     "ACCOUNT_NAME_RULE",
+    "CLIENT_ORDER_ID",
+    "CLIENT_ORDER_ID_RULE",
     "check_choice",
     "check_decimal",
     "check_int_range",
@@ -25,6 +27,13 @@ _DECIMAL_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
 #: Mining account names: letters, digits and underscores, at most 255.
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 ACCOUNT_NAME_RULE = "must be 1 to 255 letters, digits or underscores"
+#: The exchange's rule for client order ids: Latin letters, digits, '-', '.', '_'; not empty,
+#: no spaces (so none around it either). Its length limit is not documented; 255 is the
+#: longest the library sends.
+CLIENT_ORDER_ID = re.compile(r"[A-Za-z0-9._-]{1,255}")
+CLIENT_ORDER_ID_RULE = (
+    "must be 1 to 255 Latin letters, digits, '-', '.' or '_' (no spaces, not empty)"
+)
 
 
 def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:
@@ -75,7 +84,9 @@ def check_int_range(name: str, value: object, low: int, high: int) -> int:
 def check_choice(name: str, value: object, choices: tuple[str, ...] | tuple[int, ...]) -> object:
     """One of ``choices``; enum members are taken by value."""
     raw = value.value if isinstance(value, enum.Enum) else value
-    if isinstance(raw, bool) or raw not in choices:
+    # Only a str or an int can equal a choice: a float or Decimal that compares equal (1.0,
+    # Decimal(1)) would go out in the wrong JSON type, and a signalling NaN cannot be compared.
+    if isinstance(raw, bool) or not isinstance(raw, str | int) or raw not in choices:
         shown = ", ".join(repr(c) for c in choices)
         raise InvalidParameterError(name, f"must be one of {shown}, got {value!r}")
     return raw

@@ -3,7 +3,8 @@ the backfills: every record once, even while the server books new rewards inside
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -54,16 +55,42 @@ class _WireRewardsPage(msgspec.Struct, frozen=True):
     data: list[WireReward]
 
 
-_decode_page = msgspec.json.Decoder(RewardsPage).decode
+# The typed page goes through the operation's own decoder: tolerant where the API leaves things
+# open, and refusing any non-finite amount.
+_decode_page: Callable[[bytes], RewardsPage] = MINING_REWARDS.decode
 _decode_wire_page = msgspec.json.Decoder(_WireRewardsPage).decode
+# A plain decimal, as the service writes amounts; anything else (empty, NaN, Infinity, an
+# exponent) sends the page through the typed decoder, which reads it tolerantly or refuses it.
+_PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def _records(body: bytes) -> list[MiningReward]:
     return _decode_page(body).data
 
 
+def _as_wire(record: MiningReward) -> WireReward:
+    def text(value: object) -> str:
+        return "" if value is None else format(value, "f")
+
+    return WireReward(
+        record.mining_account_name, text(record.total_reward), text(record.reward),
+        text(record.fee), text(record.fpps_rate), record.hash_rate, record.date,
+    )
+
+
 def _wire_records(body: bytes) -> list[WireReward]:
-    return _decode_wire_page(body).data
+    try:
+        records = _decode_wire_page(body).data
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return [_as_wire(record) for record in _records(body)]
+    plain = _PLAIN_DECIMAL.fullmatch
+    for record in records:
+        if not (
+            plain(record.total_reward) and plain(record.reward) and plain(record.fee)
+            and plain(record.fpps_rate)
+        ):
+            return [_as_wire(record) for record in _records(body)]
+    return records
 
 
 #: The rewards operation, answering the records of a page as ``MiningReward``s.

@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -42,7 +42,20 @@ PATH_SCOPES: dict[str, str] = {
 FAULT_KINDS = frozenset({
     "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow",
     "rate_limit_429", "nonce_429", "throttle", "error_200", "empty_404",
+    "oto_empty_leg", "unlisted_status", "non_finite", "oversized", "malformed_http",
 })
+#: Faults that let the operation run and then change its success answer.
+ANSWER_FAULTS = frozenset({"oto_empty_leg", "unlisted_status", "non_finite", "oversized"})
+#: Answer fields that hold decimal amounts (the "non_finite" fault replaces them).
+DECIMAL_FIELDS = frozenset({
+    "amount", "price", "activation_price", "deal_money", "deal_stock", "left", "deal_fee",
+    "stopLoss", "takeProfit", "main_balance", "interestPaid", "percent", "interestRatio",
+    "minInvestment", "maxInvestment", "maxPossibleInvestment", "totalReward", "reward", "fee",
+    "fppsRate",
+})
+_MALFORMED_HTTP = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nBroken header line\r\n\r\n{}"
+)
 MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
 MIN_ORDER_AMOUNT = Decimal("0.0001")
 NONCE_WINDOW_MS = 5000
@@ -60,6 +73,8 @@ class _Fault:
     delay: float
     retry_after: float | None
     execute: bool
+    value: Any = None
+    size: int = 0
 
 
 class FaultPlan:
@@ -77,19 +92,33 @@ class FaultPlan:
         delay: float = 0.0,
         retry_after: float | None = None,
         execute: bool = False,
+        value: Any = None,
+        size: int = 16 * 1024 * 1024,
     ) -> None:
         """Apply fault ``kind`` to the next ``times`` requests to ``path``.
 
         With ``execute=True`` the operation runs before the fault replaces its answer, as when
-        a proxy fails after the service did the work.
+        a proxy fails after the service did the work. The answer faults always run the
+        operation, then change its success answer (a refusal goes out unchanged):
+
+        - ``oto_empty_leg``: the order's OTO legs that were not given read ``value``
+          (default ``""``), as the exchange answers a one-leg stop-loss or take-profit;
+        - ``unlisted_status``: the order's status reads ``value`` (default ``"ACTIVATING"``);
+          investments and their plans get status ``value`` (default 9);
+        - ``non_finite``: every decimal amount of the answer reads ``value`` (default ``"NaN"``);
+        - ``oversized``: the answer is padded with spaces to ``size`` bytes and streamed in
+          chunks, without a Content-Length.
+
+        ``malformed_http`` answers bytes that are not valid HTTP, then closes the connection.
         """
         if kind not in FAULT_KINDS:
             raise ValueError(f"kind: must be one of {', '.join(sorted(FAULT_KINDS))}")
         if path not in PATH_SCOPES:
             raise ValueError(f"path: must be one of {', '.join(sorted(PATH_SCOPES))}")
         queue = self._queued.setdefault(path, deque())
+        execute = execute or kind in ANSWER_FAULTS
         for _ in range(times):
-            queue.append(_Fault(kind, delay, retry_after, execute))
+            queue.append(_Fault(kind, delay, retry_after, execute, value, size))
 
     def clear(self) -> None:
         """Drop every fault still queued."""
@@ -314,6 +343,7 @@ class Sandbox:
         if fault is not None and not fault.execute:
             stats.faults_served += 1
             return self._fault_answer(request, fault)
+        answer: Any = None
         try:
             answer = self._operate(request, path, body, now + float(self.clock_offset))
         except _Refusal as refusal:
@@ -322,12 +352,23 @@ class Sandbox:
             stats.executed[path] += 1
             response = _json(200, answer)
         if fault is not None:
+            if fault.kind in ANSWER_FAULTS:
+                if response.status != 200:
+                    return response
+                stats.faults_served += 1
+                return _changed_answer(fault, answer)
             stats.faults_served += 1
             return self._fault_answer(request, fault)
         return response
 
     def _fault_answer(self, request: web.Request, fault: _Fault) -> web.Response:
         kind = fault.kind
+        if kind == "malformed_http":
+            transport = request.transport
+            if transport is not None:
+                transport.write(_MALFORMED_HTTP)
+                transport.close()
+            return web.Response(status=500)
         if kind == "reset":
             transport = request.transport
             if transport is not None:
@@ -644,6 +685,57 @@ class Sandbox:
             "scope": "general,history",
             "token_type": "Bearer",
         }}
+
+
+def _changed_answer(fault: _Fault, answer: Any) -> web.Response:
+    """The success answer ``answer`` as an answer fault changes it."""
+    kind = fault.kind
+    if kind == "oversized":
+        return _padded(_encode(answer), fault.size)
+    answer = msgspec.json.decode(_encode(answer))  # a copy: the sandbox's records stay intact
+    if kind == "oto_empty_leg":
+        oto = answer.get("oto") if isinstance(answer, dict) else None
+        if isinstance(oto, dict):
+            for leg in ("stopLoss", "takeProfit"):
+                oto.setdefault(leg, "" if fault.value is None else fault.value)
+    elif kind == "unlisted_status":
+        if isinstance(answer, dict) and isinstance(answer.get("records"), list):
+            status = 9 if fault.value is None else fault.value
+            for record in answer["records"]:
+                record["status"] = status
+                record["plan"]["status"] = status
+        elif isinstance(answer, dict) and "status" in answer:
+            answer["status"] = "ACTIVATING" if fault.value is None else fault.value
+    else:  # non_finite
+        _replace_decimals(answer, "NaN" if fault.value is None else fault.value)
+    return _json(200, answer)
+
+
+def _replace_decimals(data: Any, value: Any) -> None:
+    if isinstance(data, dict):
+        for key, item in data.items():
+            if key in DECIMAL_FIELDS and isinstance(item, str):
+                data[key] = value
+            else:
+                _replace_decimals(item, value)
+    elif isinstance(data, list):
+        for item in data:
+            _replace_decimals(item, value)
+
+
+def _padded(body: bytes, size: int) -> web.Response:
+    """``body`` followed by spaces up to ``size`` bytes, streamed without a Content-Length."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield body
+        left = size - len(body)
+        block = b" " * (256 * 1024)
+        while left > 0:
+            piece = block if left >= len(block) else block[:left]
+            left -= len(piece)
+            yield piece
+
+    return web.Response(status=200, body=chunks(), content_type="application/json")
 
 
 async def serve(port: int, host: str = "127.0.0.1", **kwargs: Any) -> None:
