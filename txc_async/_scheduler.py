@@ -216,25 +216,33 @@ class InProcessLimiter:
         self._budgets: dict[tuple[str, str], _Budget] = {}
         self._lock = threading.Lock()
         self._sweep_at = 1024
+        self._swept = self._clock()
+        # The longest window of any budget: once it has passed, a sweep can find idle budgets.
+        self._longest = 0.0
 
     def __repr__(self) -> str:
         return f"InProcessLimiter(budgets={len(self._budgets)})"
 
-    def _budget(self, key_id: str, scope: str) -> _Budget:
+    def _budget(self, key_id: str, scope: str, limit: RateLimit) -> _Budget:
         key = (key_id, scope)
         budget = self._budgets.get(key)
         if budget is None:
             with self._lock:
                 budget = self._budgets.get(key)
                 if budget is None:
-                    if len(self._budgets) >= self._sweep_at:
+                    if limit.per_seconds > self._longest:
+                        self._longest = limit.per_seconds
+                    size = len(self._budgets)
+                    if size >= self._sweep_at or (
+                        size >= 64 and self._clock() - self._swept > self._longest
+                    ):
                         self._sweep()
                     budget = self._budgets[key] = _Budget(scope)
         return budget
 
     def _sweep(self) -> None:
         """Drop budgets nothing depends on any more (called with the limiter's lock held)."""
-        now = self._clock()
+        now = self._swept = self._clock()
         for key, budget in list(self._budgets.items()):
             with budget.lock:
                 if budget.idle(now):
@@ -246,7 +254,7 @@ class InProcessLimiter:
         self, key_id: str, scope: str, limit: RateLimit, timeout: float
     ) -> Admission | None:
         """Admit at once when the budget has room and no one waits; else None (never waits)."""
-        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
+        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope, limit)
         with budget.lock:
             if budget.turns:
                 return None
@@ -270,7 +278,7 @@ class InProcessLimiter:
 
         The admission carries no nonce: the client draws it from the process's own source.
         """
-        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
+        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope, limit)
         turns = budget.turns
         ticket = await turns.enter()
         try:

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from ._clock import MAX_NONCE_LEAD_MS, ServerClock
 __all__ = ["MAX_NONCE_LEAD_MS", "NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
 
 _encode = msgspec.json.Encoder().encode
+_wall = ServerClock()
 
 class NonceSource:
     """Strictly increasing millisecond nonces on the server's clock: ``max(now_ms, last + 1)``.
@@ -31,7 +33,8 @@ class NonceSource:
     counts against nothing but the caller's own cancellation.
     """
 
-    __slots__ = ("_clock", "_generation", "_issued", "_last", "_lock", "_sleep")
+    __slots__ = ("__weakref__", "_clock", "_generation", "_issued", "_key", "_last", "_lock",
+                 "_sleep")
 
     def __init__(
         self,
@@ -45,6 +48,14 @@ class NonceSource:
         self._generation = self._clock.generation
         # Clients in several threads (several event loops) may share one key.
         self._lock = threading.Lock()
+        self._key: tuple[str, ServerClock | None] | None = None
+
+    def __del__(self) -> None:
+        # The registry forgets a source no client holds. Its counter may still be ahead of the
+        # clock (a burst): the next source of the same key starts above it, so no value repeats.
+        key = self._key
+        if key is not None:
+            _floors[key] = self._last
 
     @property
     def clock(self) -> ServerClock:
@@ -114,7 +125,13 @@ class NonceSource:
                     return nonce
 
 
-_sources: dict[tuple[str, ServerClock | None], NonceSource] = {}
+# Sources are kept while a client holds them; a key unused for a while costs nothing.
+_sources: weakref.WeakValueDictionary[tuple[str, ServerClock | None], NonceSource] = (
+    weakref.WeakValueDictionary()
+)
+# The last value of sources that were let go, so that a later source of the same key never draws
+# a value already handed out; dropped once the server-aligned clock has passed them.
+_floors: dict[tuple[str, ServerClock | None], int] = {}
 _sources_lock = threading.Lock()
 
 
@@ -130,8 +147,23 @@ def nonce_source_for(api_key: str, clock: ServerClock | None = None) -> NonceSou
     with _sources_lock:
         source = _sources.get(key)
         if source is None:
-            source = _sources[key] = NonceSource(clock)
+            source = NonceSource(clock)
+            floor = _floors.pop(key, None)
+            if floor is not None:
+                source._last = source._issued = floor
+            source._key = key
+            _sources[key] = source
+            if len(_floors) > 64:
+                _forget_passed_floors()
         return source
+
+
+def _forget_passed_floors() -> None:
+    """Drop the floors the server-aligned clock has passed (called with the lock held)."""
+    for key, floor in list(_floors.items()):
+        clock = key[1] if key[1] is not None else _wall
+        if floor < clock.now_ms():
+            _floors.pop(key, None)
 
 
 class Signer:

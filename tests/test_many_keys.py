@@ -1,0 +1,76 @@
+"""Memory per API key: budgets and nonce sources of keys no longer used go away once their
+windows have passed, so a process serving many keys over time does not grow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROGRAM = textwrap.dedent(
+    """
+    import asyncio, gc, resource, sys, time
+    from collections.abc import Mapping
+
+    import txc_async
+    from txc_async._transport import RawResponse
+
+    KEYS = int(sys.argv[1])
+    ANSWER = RawResponse(200, {"Date": "Sun, 22 Nov 2026 12:00:00 GMT"},
+                         b'{"BTC":{"main_balance":"1.5"}}')
+    LIMITS = {"main_balance": txc_async.RateLimit(1000, 0.2)}
+
+
+    class Answering:
+        async def send(self, method, url, *, headers, body, timeout) -> RawResponse:
+            return ANSWER
+
+        async def aclose(self) -> None:
+            pass
+
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+    async def one(i: int) -> None:
+        client = txc_async.Client(
+            api_key=f"key-{i:07d}", api_secret="secret", base_url="http://127.0.0.1:9",
+            rate_limits=LIMITS, transport=Answering(),
+        )
+        await client.main_balance()
+        await client.close()
+
+
+    async def main() -> None:
+        for i in range(2000):
+            await one(i)
+        gc.collect()
+        before = rss_mb()
+        for i in range(2000, KEYS):
+            await one(i)
+        time.sleep(0.5)  # every window has passed
+        await one(KEYS)  # a new key looks for budgets to drop
+        gc.collect()
+        budgets = len(txc_async._scheduler.default_limiter()._budgets)
+        sources = len(txc_async._signing._sources)
+        print(rss_mb() - before, budgets, sources)
+
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_hundred_thousand_keys_leave_no_lasting_memory() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, "100000"], capture_output=True, text=True, timeout=300,
+        check=True,
+    )
+    growth, budgets, sources = done.stdout.split()
+    assert int(budgets) < 100 and int(sources) < 100, done.stdout
+    assert float(growth) < 30, done.stdout
