@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import math
 import random as _random
 import threading
 import time
@@ -24,6 +25,9 @@ from ._backoff import RefusalState
 from ._ratelimit import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
+
+#: Below this many budgets the limiter never sweeps.
+_SWEEP_FLOOR = 1024
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -137,7 +141,7 @@ class FifoTurns:
 class _Budget:
     """One budget: the log of latest arrival moments (sorted), its refusals, its waiters."""
 
-    __slots__ = ("in_flight", "lock", "log", "per_max", "refusals", "turns", "wake")
+    __slots__ = ("dropped", "in_flight", "lock", "log", "per_max", "refusals", "turns", "wake")
 
     def __init__(self, scope: str) -> None:
         # Deadlines of requests in flight and answer times of answered ones, in order.
@@ -149,6 +153,8 @@ class _Budget:
         self.refusals = RefusalState(scope)
         # Set by a head waiting on requests in flight: an answer may let it go sooner.
         self.wake: asyncio.Future[None] | None = None
+        # Set once the limiter forgot the budget: whoever still holds it must look it up again.
+        self.dropped = False
 
     def delay(self, now: float, limit: RateLimit) -> float:
         """Seconds until one more request may be admitted (zero or less: now). Lock held."""
@@ -216,6 +222,8 @@ class InProcessLimiter:
         self._budgets: dict[tuple[str, str], _Budget] = {}
         self._lock = threading.Lock()
         self._sweep_at = 1024
+        # A sweep is also due once the longest window seen has passed since the last one.
+        self._sweep_due = -math.inf
 
     def __repr__(self) -> str:
         return f"InProcessLimiter(budgets={len(self._budgets)})"
@@ -227,7 +235,10 @@ class InProcessLimiter:
             with self._lock:
                 budget = self._budgets.get(key)
                 if budget is None:
-                    if len(self._budgets) >= self._sweep_at:
+                    size = len(self._budgets)
+                    if size >= self._sweep_at or (
+                        size >= _SWEEP_FLOOR and self._clock() >= self._sweep_due
+                    ):
                         self._sweep()
                     budget = self._budgets[key] = _Budget(scope)
         return budget
@@ -235,18 +246,26 @@ class InProcessLimiter:
     def _sweep(self) -> None:
         """Drop budgets nothing depends on any more (called with the limiter's lock held)."""
         now = self._clock()
+        longest = 0.0
         for key, budget in list(self._budgets.items()):
             with budget.lock:
                 if budget.idle(now):
+                    budget.dropped = True
                     del self._budgets[key]
-        # Amortised: the next sweep comes once as many budgets again have been made.
-        self._sweep_at = max(1024, 2 * len(self._budgets))
+                elif budget.per_max > longest:
+                    longest = budget.per_max
+        # Amortised: the next sweep comes once as many budgets again have been made, or once
+        # the budgets kept now may have gone idle (a window later) and new ones keep coming.
+        self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._budgets))
+        self._sweep_due = now + longest
 
     def try_acquire(
         self, key_id: str, scope: str, limit: RateLimit, timeout: float
     ) -> Admission | None:
         budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
+            if budget.dropped:  # forgotten by a sweep in another thread just now
+                return self.try_acquire(key_id, scope, limit, timeout)
             if budget.turns:
                 return None
             now = self._clock()
@@ -269,9 +288,21 @@ class InProcessLimiter:
 
         The admission carries no nonce: the client draws it from the process's own source.
         """
-        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
-        turns = budget.turns
-        ticket = await turns.enter()
+        # With budget to spare and no one waiting: admitted without suspending or allocating.
+        admission = self.try_acquire(key_id, scope, limit, timeout)
+        if admission is not None:
+            return admission
+        while True:
+            budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
+            turns = budget.turns
+            ticket = await turns.enter()
+            # A budget with someone in its queue is never dropped; but a sweep in another
+            # thread may have dropped it just before this one joined: then join the new one.
+            with budget.lock:
+                dropped = budget.dropped
+            if not dropped:
+                break
+            turns.leave(ticket)
         try:
             while True:
                 with budget.lock:
@@ -301,7 +332,9 @@ class InProcessLimiter:
         try:
             await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sleeper.cancel()
+            # The loop may be closed under an abandoned waiter: nothing is left to cancel then.
+            with contextlib.suppress(RuntimeError):
+                sleeper.cancel()
 
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
