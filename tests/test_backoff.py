@@ -91,6 +91,15 @@ def test_concurrent_refusals_of_one_burst_are_one_backoff_step() -> None:
     assert state.streak == 2
 
 
+def test_a_longer_retry_after_within_the_burst_extends_the_pause_without_a_step() -> None:
+    state = RefusalState("public")
+    assert state.on_refused(0.0, 0.1, LIMIT, None, low) == 1.0
+    assert state.on_refused(0.0, 0.2, LIMIT, 5.0, low) == 5.0  # until 5.2
+    assert state.on_refused(0.0, 0.3, LIMIT, 2.0, low) == pytest.approx(4.9)  # not shortened
+    assert state.on_refused(0.0, 0.4, LIMIT, 900.0, low) == 30.0  # capped as ever
+    assert state.streak == 1
+
+
 def test_a_request_sent_after_the_pause_and_accepted_ends_the_streak() -> None:
     state = RefusalState("public")
     state.on_refused(0.0, 0.1, LIMIT, None, low)
