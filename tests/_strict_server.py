@@ -7,12 +7,20 @@ whose body is not JSON, every request past ``max_requests`` in any window of ``p
 scripted per path (refusals of every kind) ahead of the normal ones. ``DelayingProxy`` holds each
 NEW connection ``delay`` seconds before forwarding it, as a TLS handshake far away does; a reused
 connection passes at once.
+
+Run as a program (``python -m tests._strict_server [--limit N SECONDS] [--delay S] [--storm K]``)
+it serves ping under that limit, behind the proxy when ``--delay`` is given, answers the first
+``K`` pings with a 429, prints the URL to use and serves until stdin closes; ``GET /_arrivals``
+answers every path's arrivals as JSON (``[moment, outcome]`` pairs).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import json
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -106,10 +114,20 @@ class StrictServer:
         self.arrivals[path].append(Arrival(now, "accepted", body))
         return web.Response(body=_SUCCESS[path], content_type="application/json")
 
+    async def _list(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=json.dumps({
+                path: [[a.moment, a.outcome] for a in arrivals]
+                for path, arrivals in self.arrivals.items()
+            }).encode(),
+            content_type="application/json",
+        )
+
     async def __aenter__(self) -> StrictServer:
         app = web.Application()
         app.router.add_get(PING, self._handle)
         app.router.add_post(BALANCE, self._handle)
+        app.router.add_get("/_arrivals", self._list)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=0.25)
         await self._runner.setup()
@@ -186,3 +204,25 @@ class DelayingProxy:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._server = None
+
+
+async def _serve_until_stdin_closes(limit: RateLimit | None, delay: float, storm: int) -> None:
+    async with StrictServer({PING: limit} if limit is not None else {}) as server:
+        server.script(PING, *[Scripted(429, _HTML_429, content_type="text/html")] * storm)
+        async with contextlib.AsyncExitStack() as stack:
+            url = server.url
+            if delay > 0:
+                url = (await stack.enter_async_context(DelayingProxy(server.port, delay))).url
+            # The URL to send through, then the one to read arrivals from (never delayed).
+            print(url, server.url, flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", nargs=2, type=float, metavar=("N", "SECONDS"))
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--storm", type=int, default=0)
+    options = parser.parse_args()
+    chosen = RateLimit(int(options.limit[0]), options.limit[1]) if options.limit else None
+    asyncio.run(_serve_until_stdin_closes(chosen, options.delay, options.storm))

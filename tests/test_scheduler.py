@@ -98,7 +98,9 @@ def limiter_on(clock: FakeClock, jitter: float = 0.5) -> InProcessLimiter:
 
 def anchors(limiter: InProcessLimiter, key: str = "k", scope: str = "s") -> list[float]:
     """The budget's log: the latest moment each counted request could have reached the server."""
-    return list(limiter._budgets[(key, scope)].log)
+    budget = limiter._budgets[(key, scope)]
+    now = limiter._clock()
+    return [moment for moment in budget.log[budget.start:] if moment > now - budget.per_max]
 
 
 async def admitted_now(limiter: InProcessLimiter, limit: RateLimit, timeout: float = TIMEOUT,
@@ -665,3 +667,28 @@ def test_one_limiter_serves_event_loops_in_several_threads() -> None:
     assert time.monotonic() - began < 5
     budget = limiter._budgets[("k", "s")]
     assert budget.in_flight == 0 and not budget.turns
+
+
+# -- the client settles every admission --------------------------------------------------------
+
+
+async def test_a_request_that_fails_before_it_is_sent_frees_its_place_in_the_budget() -> None:
+    from txc_async._operations import BALANCE
+
+    limiter = InProcessLimiter()
+    limit = RateLimit(1, 60)
+    async with txc_async.Client(
+        api_key="k", api_secret="s", base_url="http://127.0.0.1:9", limiter=limiter,
+        rate_limits={"main_balance": limit},
+    ) as client:
+        pipeline = client._pipeline
+        with pytest.raises(TypeError):  # a parameter the body cannot carry
+            await pipeline.call(BALANCE, {"odd": object()}, 10.0, client.retry)
+        budget = limiter._budgets[(pipeline.key_id, "main_balance")]
+        assert budget.in_flight == 0 and anchors(limiter, pipeline.key_id, "main_balance") == []
+        # Settling an admission twice counts it once.
+        admission = limiter.try_acquire(pipeline.key_id, "main_balance", limit, 10.0)
+        assert admission is not None
+        limiter.settle(admission, Outcome.NOT_SENT)
+        limiter.settle(admission, Outcome.NOT_SENT)
+        assert budget.in_flight == 0

@@ -28,6 +28,9 @@ __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
 #: Below this many budgets the limiter never sweeps.
 _SWEEP_FLOOR = 1024
+#: Entries out of the window are cut off a budget's log once there are this many and they make
+#: half of it.
+_CUT_AT = 64
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -141,11 +144,16 @@ class FifoTurns:
 class _Budget:
     """One budget: the log of latest arrival moments (sorted), its refusals, its waiters."""
 
-    __slots__ = ("dropped", "in_flight", "lock", "log", "per_max", "refusals", "turns", "wake")
+    __slots__ = (
+        "dropped", "in_flight", "lock", "log", "per_max", "refusals", "start", "turns", "wake",
+    )
 
     def __init__(self, scope: str) -> None:
-        # Deadlines of requests in flight and answer times of answered ones, in order.
+        # Deadlines of requests in flight and answer times of answered ones, in order. Entries
+        # before ``start`` have left every window; they are cut off in bulk, not one by one (a
+        # cut shifts the whole list).
         self.log: list[float] = []
+        self.start = 0
         self.in_flight = 0
         self.per_max = 0.0
         self.turns = FifoTurns()
@@ -162,12 +170,19 @@ class _Budget:
         if per > self.per_max:
             self.per_max = per
         log = self.log
-        if log and log[0] <= now - self.per_max:
-            del log[: bisect.bisect_right(log, now - self.per_max)]
+        start = self.start
+        size = len(log)
+        if start < size and log[start] <= now - self.per_max:
+            start = bisect.bisect_right(log, now - self.per_max, start)
+            if start >= _CUT_AT and 2 * start >= size:
+                del log[:start]
+                start = 0
+            self.start = start
         refusals = self.refusals
         wait = refusals.paused_until - now
         cap = refusals.cap(limit, now) if refusals.learned is not None else limit.max_requests
         size = len(log)
+        # Entries before ``start`` are out of the window: the test below is false for them.
         if size >= cap and log[size - cap] > now - per:
             # The cap-th latest moment must leave the window first.
             wait = max(wait, log[size - cap] + per - now)
@@ -181,7 +196,7 @@ class _Budget:
         if not log or log[-1] <= deadline:
             log.append(deadline)
         else:
-            bisect.insort(log, deadline)
+            bisect.insort(log, deadline, self.start)
         self.in_flight += 1
         return Admission(key_id, scope, limit, now, deadline, self)
 
@@ -189,7 +204,7 @@ class _Budget:
         return (
             not self.in_flight
             and not self.turns
-            and (not self.log or self.log[-1] <= now - self.per_max)
+            and (self.start >= len(self.log) or self.log[-1] <= now - self.per_max)
             and self.refusals.idle(now)
         )
 
@@ -266,7 +281,7 @@ class InProcessLimiter:
         with budget.lock:
             if budget.dropped:  # forgotten by a sweep in another thread just now
                 return self.try_acquire(key_id, scope, limit, timeout)
-            if budget.turns:
+            if budget.turns._waiters:  # someone waits: no jumping the queue
                 return None
             now = self._clock()
             if budget.delay(now, limit) > 0:
@@ -340,7 +355,9 @@ class InProcessLimiter:
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
         budget = admission.token
-        assert isinstance(budget, _Budget)
+        if not isinstance(budget, _Budget):
+            return 0.0  # settled already: an admission counts once
+        admission.token = None
         pause = 0.0
         with budget.lock:
             budget.in_flight -= 1
@@ -349,12 +366,12 @@ class InProcessLimiter:
                 now = self._clock()
                 log = budget.log
                 deadline = admission.deadline
-                at = bisect.bisect_left(log, deadline)
+                at = bisect.bisect_left(log, deadline, budget.start)
                 if at < len(log) and log[at] == deadline:
                     del log[at]
                     if outcome is not Outcome.NOT_SENT:
                         # It arrived before its answer: that moment is the latest it counts from.
-                        bisect.insort(log, now)
+                        bisect.insort(log, now, budget.start)
                 if outcome is Outcome.ANSWERED:
                     budget.refusals.on_accepted(admission.admitted, now, admission.limit)
                 elif outcome is Outcome.RATE_LIMITED:
