@@ -5,13 +5,14 @@ the learned limit (set on confirmation, refined upwards, forgotten after an hour
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import math
 
 import pytest
 
 from txc_async import InProcessLimiter, Outcome, RateLimit
-from txc_async._answers import parse_retry_after
+from txc_async._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from txc_async._backoff import (
     LEARNED_LIMIT_SECONDS,
     MAX_PAUSE,
@@ -19,6 +20,7 @@ from txc_async._backoff import (
     RefusalState,
     backoff_pause,
 )
+from txc_async._transport import RawResponse
 
 LIMIT = RateLimit(10, 1)
 
@@ -71,6 +73,36 @@ def test_retry_after_is_read_as_seconds_or_as_an_http_date_on_the_servers_clock(
 
     soon = email.utils.formatdate(time.time() + 5, usegmt=True)
     assert 3.5 <= (parse_retry_after({"Retry-After": soon}) or 0) <= 5.0
+
+
+# -- what a refusal means ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "meaning"),
+    [
+        (429, {"code": 0, "message": "Too many requests.", "errors": {}}, NonceRefused),
+        (429, {"code": 0, "errors": {},
+               "message": "Your nonce is more than 5 seconds lesser than the current nonce"},
+         NonceRefused),
+        (429, {"code": 0, "message": "Too Many Attempts.", "errors": {}}, RateLimited),
+        (400, {"code": 0, "message": "Too Many Attempts.", "errors": {}}, RateLimited),
+        (422, {"code": 0, "message": "Too Many Attempts.", "errors": {}}, RateLimited),
+        (429, {"message": "Too Many Requests", "code": 429}, RateLimited),  # a gateway's words
+        (429, {"code": 0, "message": "Slow down", "errors": {}}, RateLimited),
+        (429, {"unexpected": True}, RateLimited),
+        (429, None, RateLimited),  # not JSON
+    ],
+)
+def test_refusals_are_classified_by_meaning(
+    status: int, body: object, meaning: type[Exception]
+) -> None:
+    raw = RawResponse(status, {"Retry-After": "3"},
+                      b"<html>429</html>" if body is None else json.dumps(body).encode())
+    with pytest.raises(meaning) as caught:
+        decode_answer(raw, lambda data: data)
+    if isinstance(caught.value, RateLimited):
+        assert caught.value.error.retry_after == 3.0
 
 
 # -- one burst, one event ----------------------------------------------------------------------
