@@ -599,6 +599,36 @@ def test_idle_budgets_are_dropped_once_their_windows_pass() -> None:
     assert limiter.try_acquire("paused", "s", limit, TIMEOUT) is None
 
 
+def test_a_budget_dropped_by_a_sweep_right_after_it_was_looked_up_is_not_admitted_into() -> None:
+    clock = FakeClock(auto=False, start=0.0)
+    limiter = limiter_on(clock)
+    limit = RateLimit(1, 1)
+    first = limiter.try_acquire("k", "s", limit, TIMEOUT)
+    assert first is not None
+    limiter.settle(first, Outcome.ANSWERED)
+    stale = limiter._budgets[("k", "s")]
+    clock.now = 5.0  # idle now
+
+    class SweptAfterLookup(dict[tuple[str, str], Any]):
+        """Another thread sweeps between this thread's lookup and its lock."""
+
+        armed = True
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            if self.armed:
+                self.armed = False
+                limiter._sweep()
+            return found
+
+    limiter._budgets = SweptAfterLookup(limiter._budgets)
+    admission = limiter.try_acquire("k", "s", limit, TIMEOUT)
+    assert admission is not None and stale.dropped
+    kept = limiter._budgets[("k", "s")]
+    assert kept is not stale and kept.in_flight == 1 and stale.in_flight == 0
+    assert limiter.try_acquire("k", "s", limit, TIMEOUT) is None  # counted where it is seen
+
+
 # -- event loops and threads -------------------------------------------------------------------
 
 

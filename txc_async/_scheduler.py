@@ -279,14 +279,18 @@ class InProcessLimiter:
     ) -> Admission | None:
         budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
-            if budget.dropped:  # forgotten by a sweep in another thread just now
-                return self.try_acquire(key_id, scope, limit, timeout)
             if budget.turns._waiters:  # someone waits: no jumping the queue
                 return None
-            now = self._clock()
-            if budget.delay(now, limit) > 0:
-                return None
-            admission = budget.admit(key_id, scope, limit, now, timeout)
+            if budget.dropped:
+                admission = None
+            else:
+                now = self._clock()
+                if budget.delay(now, limit) > 0:
+                    return None
+                admission = budget.admit(key_id, scope, limit, now, timeout)
+        if admission is None:
+            # Forgotten by a sweep in another thread just now: the key has a new budget.
+            return self.try_acquire(key_id, scope, limit, timeout)
         if self._clock is not time.monotonic:
             admission.local_deadline = time.monotonic() + timeout
         return admission
