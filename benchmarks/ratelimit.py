@@ -7,7 +7,13 @@ window against the limit, how many requests a strict server would have refused (
 time from the first arrival to the last against the least the limit allows, and the sustained
 rate. Contenders: txc_async's InProcessLimiter; aiolimiter.AsyncLimiter, the usual choice, as the
 baseline; RedisLimiter from one process and from four processes sharing one budget (skipped when
-redis-server is not installed). It ends with the cost of an admission when there is budget.
+redis-server is not installed). Then the cost of an admission when there is budget.
+
+Then the whole client with its InProcessLimiter against a strict sliding-window server (another
+process) in the scenarios that break limiters counting from the admission: loopback with 1 s and
+10 s windows (efficiency), new connections held 300 ms by a proxy, a storm of concurrent refusals,
+and a server tighter than the client's configured limit; for each, the most the server served in
+any window against its limit, its refusals, the client's backoff steps and the efficiency.
 
     python benchmarks/ratelimit.py [--quick]
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import math
 import os
 import random
@@ -25,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -34,12 +42,15 @@ import aiohttp  # noqa: E402
 import aiolimiter  # noqa: E402
 from yarl import URL  # noqa: E402
 
+import txc_async  # noqa: E402
 from tests._arrival_server import max_in_window, strict_refusals  # noqa: E402
 from tests._redis_server import RedisServer, find_redis_server  # noqa: E402
-from txc_async import InProcessLimiter, RateLimit, RedisLimiter  # noqa: E402
+from txc_async import InProcessLimiter, Limiter, Outcome, RateLimit, RedisLimiter  # noqa: E402
 from txc_async._transport import AiohttpTransport, RawResponse  # noqa: E402
 
 MAX_NETWORK_DELAY = 0.03
+#: The timeout each admitted request is counted with while in flight.
+TIMEOUT = 10.0
 THIS_PROGRAM = str(Path(__file__).resolve())
 
 
@@ -99,20 +110,27 @@ class Result:
 
 
 async def fire(hit_url: str, acquire: Callable[[], Awaitable[object]], count: int,
-               seed: int) -> None:
+               seed: int, settle: Callable[[Any], object] | None = None) -> None:
     """``count`` requests at once: each waits for ``acquire``, then the network delay, then
-    reaches the server."""
+    reaches the server; ``settle`` (a txc_async limiter's) is told of each answer."""
     rng = random.Random(seed)
     delays = [rng.uniform(0, MAX_NETWORK_DELAY) for _ in range(count)]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
         async def one(delay: float) -> None:
-            await acquire()
+            admission = await acquire()
             await asyncio.sleep(delay)
             async with session.post(hit_url) as answer:
                 await answer.read()
+            if settle is not None:
+                settle(admission)
 
         await asyncio.gather(*(one(d) for d in delays))
+
+
+def answered(limiter: Limiter) -> Callable[[Any], object]:
+    """Tells ``limiter`` that an admitted request was answered."""
+    return lambda admission: limiter.settle(admission, Outcome.ANSWERED)
 
 
 class ArrivalServerProcess:
@@ -158,8 +176,8 @@ class ArrivalServerProcess:
 
 async def in_process(server: ArrivalServerProcess, name: str, budget: str,
                      acquire: Callable[[], Awaitable[object]], limit: RateLimit,
-                     count: int) -> Result:
-    await fire(server.hit_url(budget), acquire, count, seed=1)
+                     count: int, settle: Callable[[Any], object] | None = None) -> Result:
+    await fire(server.hit_url(budget), acquire, count, seed=1, settle=settle)
     return Result(name, limit, await server.arrivals(budget))
 
 
@@ -204,21 +222,201 @@ async def worker(redis_url: str, namespace: str, hit_url: str, count: int, limit
     """One of the processes sharing a budget through Redis."""
     limiter = RedisLimiter(redis_url, namespace=namespace)
     try:
-        await limiter.acquire("warm-up", "public", RateLimit(10**6, 1))  # connected before go
+        warm = await limiter.acquire("warm-up", "public", RateLimit(10**6, 1), TIMEOUT)
+        limiter.settle(warm, Outcome.NOT_SENT)  # connected before go
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        await fire(hit_url, lambda: limiter.acquire("bench-key", "main_balance", limit), count,
-                   seed)
+        await fire(hit_url, lambda: limiter.acquire("bench-key", "main_balance", limit, TIMEOUT),
+                   count, seed, settle=answered(limiter))
     finally:
         await limiter.aclose()
 
 
-async def admission_cost(acquire: Callable[[], Awaitable[object]], rounds: int) -> float:
-    """Microseconds per admission with budget to spare, awaited in a loop."""
+async def admission_cost(acquire: Callable[[], Awaitable[object]], rounds: int,
+                         settle: Callable[[Any], object] | None = None) -> float:
+    """Microseconds per admission with budget to spare, awaited in a loop (and settled, for
+    txc_async's limiters: an admission is not complete until its answer is recorded)."""
     began = time.perf_counter()
     for _ in range(rounds):
-        await acquire()
+        admission = await acquire()
+        if settle is not None:
+            settle(admission)
     return (time.perf_counter() - began) / rounds * 1e6
+
+
+# -- the client against a strict server: the in-process limiter's scenarios --------------------
+#
+# Each scenario runs the whole client (InProcessLimiter, the request pipeline, aiohttp) against a
+# strict sliding-window server in another process, which refuses (429, not JSON) every ping past
+# its limit in any window and counts only what it served; arrivals are read back from it.
+
+
+class StrictServerProcess:
+    """``tests._strict_server`` in a process of its own: ping under ``limit``, behind a proxy
+    holding each new connection ``delay`` seconds, the first ``storm`` pings refused."""
+
+    def __init__(self, limit: RateLimit, delay: float = 0.0, storm: int = 0) -> None:
+        self.args = ["--limit", str(limit.max_requests), str(limit.per_seconds),
+                     "--delay", str(delay), "--storm", str(storm)]
+        self.url = self.direct_url = ""
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> StrictServerProcess:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests._strict_server", *self.args, cwd=ROOT,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )
+        assert self._process.stdout is not None
+        line = await asyncio.wait_for(self._process.stdout.readline(), 30)
+        self.url, self.direct_url = line.decode().split()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        process = self._process
+        if process is not None and process.stdin is not None:
+            process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+    async def arrivals(self) -> list[tuple[float, str]]:
+        async with aiohttp.ClientSession() as session, session.get(
+            f"{self.direct_url}/_arrivals"
+        ) as answer:
+            found: dict[str, list[tuple[float, str]]] = json.loads(await answer.read())
+        return [(moment, outcome) for moment, outcome in found["/api/v4/public/ping"]]
+
+
+@dataclass
+class Scenario:
+    name: str
+    server_limit: RateLimit
+    configured: RateLimit
+    calls: int
+    accepted: list[float]
+    refused: int
+    failed: int
+    events: int
+    took: float
+    learned: RateLimit
+
+    @property
+    def peak(self) -> int:
+        return max_in_window(self.accepted, self.server_limit.per_seconds)
+
+    @property
+    def span(self) -> float:
+        return max(self.accepted) - min(self.accepted) if self.accepted else 0.0
+
+    @property
+    def least(self) -> float:
+        limit = self.server_limit
+        return (math.ceil(len(self.accepted) / limit.max_requests) - 1) * limit.per_seconds
+
+    @property
+    def efficiency(self) -> float | None:
+        """The least time the server's limit allows over the time taken (first to last served):
+        the share of the limit's rate sustained."""
+        if self.least <= 0 or self.span <= 0:
+            return None
+        return self.least / self.span
+
+
+class _RefusalEvents(logging.Handler):
+    """Counts the client's WARNINGs of a new refusal event (one per backoff step)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "rate limit refusal" in record.getMessage():
+            self.count += 1
+
+
+async def strict_scenario(name: str, server_limit: RateLimit, configured: RateLimit,
+                          calls: int, *, delay: float = 0.0, storm: int = 0) -> Scenario:
+    """``calls`` pings at once through a client configured with ``configured``."""
+    logger = logging.getLogger("txc_async")
+    events = _RefusalEvents()
+    logger.addHandler(events)
+    propagate, logger.propagate = logger.propagate, False  # counted, not printed
+    try:
+        async with StrictServerProcess(server_limit, delay, storm) as server:
+            async with txc_async.Client(
+                base_url=server.url, limiter=InProcessLimiter(),
+                rate_limits={"public": configured},
+            ) as client:
+                began = time.monotonic()
+                outcomes = await asyncio.gather(
+                    *(client.ping() for _ in range(calls)), return_exceptions=True
+                )
+                took = time.monotonic() - began
+                learned = client.rate_limits["public"]
+            arrivals = await server.arrivals()
+    finally:
+        logger.removeHandler(events)
+        logger.propagate = propagate
+    return Scenario(
+        name, server_limit, configured, calls,
+        accepted=[moment for moment, outcome in arrivals if outcome == "accepted"],
+        refused=sum(outcome != "accepted" for _, outcome in arrivals),
+        failed=sum(result is not True for result in outcomes),
+        events=events.count, took=took, learned=learned,
+    )
+
+
+async def strict_scenarios(quick: bool) -> list[Scenario]:
+    one_second, ten_seconds = RateLimit(200, 1.0), RateLimit(1000, 10.0)
+    slow, slow_calls = RateLimit(100, 10.0), 200
+    tight, roomy, tight_calls = RateLimit(40, 10.0), RateLimit(100, 10.0), 120
+    if quick:
+        one_second, ten_seconds = RateLimit(100, 1.0), RateLimit(100, 10.0)
+        slow, slow_calls = RateLimit(20, 1.0), 45
+        tight, roomy, tight_calls = RateLimit(4, 1.0), RateLimit(10, 1.0), 12
+    storm = RateLimit(100, 1.0)
+    return [
+        await strict_scenario("loopback, 1 s window", one_second, one_second,
+                              5 * one_second.max_requests),
+        await strict_scenario("loopback, 10 s windows", ten_seconds, ten_seconds,
+                              (2 if quick else 3) * ten_seconds.max_requests),
+        await strict_scenario("new connections held 300 ms", slow, slow, slow_calls,
+                              delay=0.3),
+        await strict_scenario("refusal storm: 50 concurrent 429s", storm, storm, 100,
+                              storm=50),
+        await strict_scenario(
+            f"server {tight.max_requests} per {tight.per_seconds:g} s, client "
+            f"{roomy.max_requests}", tight, roomy, tight_calls,
+        ),
+    ]
+
+
+def print_scenarios(rows: list[Scenario]) -> None:
+    print("\nthe whole client (InProcessLimiter) against a strict sliding-window server in "
+          "another process;\npeak: most served in any window of the server's limit; refused: "
+          "429s the server sent; events: backoff steps\nthe client took; took: the whole run at "
+          "the client; span: first to last served;\nleast: the least span the limit allows; "
+          "efficiency: least / span, the share of the limit's rate sustained")
+    header = (f"{'scenario':36} {'calls':>5} {'limit':>10} {'peak':>5} {'refused':>7} "
+              f"{'events':>6} {'failed':>6} {'took':>7} {'span':>7} {'least':>6} "
+              f"{'efficiency':>10} {'learned':>10}")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        limit = f"{r.server_limit.max_requests}/{r.server_limit.per_seconds:g}s"
+        learned = ("-" if r.learned == r.configured
+                   else f"{r.learned.max_requests}/{r.learned.per_seconds:g}s")
+        efficiency = "-" if r.efficiency is None else f"{r.efficiency:.1%}"
+        print(f"{r.name:36} {r.calls:>5} {limit:>10} {r.peak:>5} {r.refused:>7} {r.events:>6} "
+              f"{r.failed:>6} {r.took:>6.2f}s {r.span:>6.2f}s {r.least:>5.1f}s {efficiency:>10} "
+              f"{learned:>10}")
+    for r in rows[:2]:
+        target = 0.95 if r.server_limit.per_seconds < 10 else 0.97
+        met = r.efficiency is not None and r.efficiency >= target
+        print(f"  efficiency, {r.name}: {r.efficiency or 0:.1%} (target >= {target:.0%}: "
+              f"{'met' if met else 'MISSED'})")
 
 
 async def main(quick: bool) -> list[Result]:
@@ -228,8 +426,8 @@ async def main(quick: bool) -> list[Result]:
     async with ArrivalServerProcess() as server:
         ours = InProcessLimiter()
         results.append(await in_process(
-            server, "InProcessLimiter", "ours", lambda: ours.acquire("k", "s", limit), limit,
-            count,
+            server, "InProcessLimiter", "ours", lambda: ours.acquire("k", "s", limit, TIMEOUT),
+            limit, count, settle=answered(ours),
         ))
         bucket = aiolimiter.AsyncLimiter(limit.max_requests, limit.per_seconds)
         results.append(await in_process(
@@ -270,11 +468,15 @@ async def main(quick: bool) -> list[Result]:
     rounds = 50_000 if quick else 200_000
     roomy = RateLimit(10**9, 1)
     fast = InProcessLimiter()
-    ours_cost = await admission_cost(lambda: fast.acquire("k", "s", roomy), rounds)
+    ours_cost = await admission_cost(lambda: fast.acquire("k", "s", roomy, TIMEOUT), rounds,
+                                     answered(fast))
     leaky = aiolimiter.AsyncLimiter(10**9, 1)
     theirs_cost = await admission_cost(leaky.acquire, rounds)
     print(f"admission with budget to spare: InProcessLimiter {ours_cost:.2f} µs, aiolimiter "
           f"{theirs_cost:.2f} µs ({ours_cost / theirs_cost:.2f}x)")
+
+    # -- the in-process limiter's scenarios, the whole client at a strict server --
+    print_scenarios(await strict_scenarios(quick))
     return results
 
 

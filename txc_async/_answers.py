@@ -82,8 +82,9 @@ def _http_date(text: str) -> float | None:
 def _is_nonce_refusal(message: str) -> bool:
     """SERVICE_NOTES: a refused nonce answers 429 with "Too many requests." or a message about
     the nonce; "Too Many Attempts." and any other 429 are rate limits."""
-    lowered = message.strip().lower()
-    return lowered == "too many requests." or lowered == "too many requests" or "nonce" in lowered
+    # The service's own words, capital for capital: a gateway's generic "Too Many Requests" is a
+    # rate limit, and re-sending at once into one is what gets a key restricted.
+    return message.strip().rstrip(".") == "Too many requests" or "nonce" in message.lower()
 
 
 def _try_json(body: bytes) -> Any:

@@ -141,6 +141,11 @@ class RefusalState:
             # second refusal confirms that the server's limit, not a passing event, refused.
             self.refused_in_event += 1
             self._learn(accepted, limit, now, new_event=self.refused_in_event == 2)
+            if retry_after is not None and not math.isnan(retry_after):
+                # No extra step, but a later Retry-After of the burst is honoured too.
+                until = now + min(MAX_PAUSE, max(MIN_PAUSE, retry_after))
+                if until > self.paused_until:
+                    self.paused_until = until
             return max(0.0, self.paused_until - now)
         pause = backoff_pause(self.streak, retry_after, random)
         self.streak += 1

@@ -249,7 +249,11 @@ class Pipeline:
                     except BaseException:
                         limiter.settle(admission, Outcome.NOT_SENT)
                         raise
-            request_url, headers, body = self._request(op, params, url, nonce)
+            try:
+                request_url, headers, body = self._request(op, params, url, nonce)
+            except BaseException:
+                limiter.settle(admission, Outcome.NOT_SENT)
+                raise
             stats.requests += 1
             stats.by_scope[scope] += 1
             sent = _monotonic()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import math
 import random as _random
 import threading
 import time
@@ -24,6 +25,12 @@ from ._backoff import RefusalState
 from ._ratelimit import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
+
+#: Below this many budgets the limiter never sweeps.
+_SWEEP_FLOOR = 1024
+#: Entries out of the window are cut off a budget's log once there are this many and they make
+#: half of it.
+_CUT_AT = 64
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -137,11 +144,16 @@ class FifoTurns:
 class _Budget:
     """One budget: the log of latest arrival moments (sorted), its refusals, its waiters."""
 
-    __slots__ = ("in_flight", "lock", "log", "per_max", "refusals", "turns", "wake")
+    __slots__ = (
+        "dropped", "in_flight", "lock", "log", "per_max", "refusals", "start", "turns", "wake",
+    )
 
     def __init__(self, scope: str) -> None:
-        # Deadlines of requests in flight and answer times of answered ones, in order.
+        # Deadlines of requests in flight and answer times of answered ones, in order. Entries
+        # before ``start`` have left every window; they are cut off in bulk, not one by one (a
+        # cut shifts the whole list).
         self.log: list[float] = []
+        self.start = 0
         self.in_flight = 0
         self.per_max = 0.0
         self.turns = FifoTurns()
@@ -149,6 +161,8 @@ class _Budget:
         self.refusals = RefusalState(scope)
         # Set by a head waiting on requests in flight: an answer may let it go sooner.
         self.wake: asyncio.Future[None] | None = None
+        # Set once the limiter forgot the budget: whoever still holds it must look it up again.
+        self.dropped = False
 
     def delay(self, now: float, limit: RateLimit) -> float:
         """Seconds until one more request may be admitted (zero or less: now). Lock held."""
@@ -156,12 +170,19 @@ class _Budget:
         if per > self.per_max:
             self.per_max = per
         log = self.log
-        if log and log[0] <= now - self.per_max:
-            del log[: bisect.bisect_right(log, now - self.per_max)]
+        start = self.start
+        size = len(log)
+        if start < size and log[start] <= now - self.per_max:
+            start = bisect.bisect_right(log, now - self.per_max, start)
+            if start >= _CUT_AT and 2 * start >= size:
+                del log[:start]
+                start = 0
+            self.start = start
         refusals = self.refusals
         wait = refusals.paused_until - now
         cap = refusals.cap(limit, now) if refusals.learned is not None else limit.max_requests
         size = len(log)
+        # Entries before ``start`` are out of the window: the test below is false for them.
         if size >= cap and log[size - cap] > now - per:
             # The cap-th latest moment must leave the window first.
             wait = max(wait, log[size - cap] + per - now)
@@ -175,7 +196,7 @@ class _Budget:
         if not log or log[-1] <= deadline:
             log.append(deadline)
         else:
-            bisect.insort(log, deadline)
+            bisect.insort(log, deadline, self.start)
         self.in_flight += 1
         return Admission(key_id, scope, limit, now, deadline, self)
 
@@ -183,7 +204,7 @@ class _Budget:
         return (
             not self.in_flight
             and not self.turns
-            and (not self.log or self.log[-1] <= now - self.per_max)
+            and (self.start >= len(self.log) or self.log[-1] <= now - self.per_max)
             and self.refusals.idle(now)
         )
 
@@ -216,25 +237,22 @@ class InProcessLimiter:
         self._budgets: dict[tuple[str, str], _Budget] = {}
         self._lock = threading.Lock()
         self._sweep_at = 1024
-        self._swept = self._clock()
-        # The longest window of any budget: once it has passed, a sweep can find idle budgets.
-        self._longest = 0.0
+        # A sweep is also due once the longest window seen has passed since the last one.
+        self._sweep_due = -math.inf
 
     def __repr__(self) -> str:
         return f"InProcessLimiter(budgets={len(self._budgets)})"
 
-    def _budget(self, key_id: str, scope: str, limit: RateLimit) -> _Budget:
+    def _budget(self, key_id: str, scope: str) -> _Budget:
         key = (key_id, scope)
         budget = self._budgets.get(key)
         if budget is None:
             with self._lock:
                 budget = self._budgets.get(key)
                 if budget is None:
-                    if limit.per_seconds > self._longest:
-                        self._longest = limit.per_seconds
                     size = len(self._budgets)
                     if size >= self._sweep_at or (
-                        size >= 64 and self._clock() - self._swept > self._longest
+                        size >= _SWEEP_FLOOR and self._clock() >= self._sweep_due
                     ):
                         self._sweep()
                     budget = self._budgets[key] = _Budget(scope)
@@ -242,26 +260,38 @@ class InProcessLimiter:
 
     def _sweep(self) -> None:
         """Drop budgets nothing depends on any more (called with the limiter's lock held)."""
-        now = self._swept = self._clock()
+        now = self._clock()
+        longest = 0.0
         for key, budget in list(self._budgets.items()):
             with budget.lock:
                 if budget.idle(now):
+                    budget.dropped = True
                     del self._budgets[key]
-        # Amortised: the next sweep comes once as many budgets again have been made.
-        self._sweep_at = max(1024, 2 * len(self._budgets))
+                elif budget.per_max > longest:
+                    longest = budget.per_max
+        # Amortised: the next sweep comes once as many budgets again have been made, or once
+        # the budgets kept now may have gone idle (a window later) and new ones keep coming.
+        self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._budgets))
+        self._sweep_due = now + longest
 
     def try_acquire(
         self, key_id: str, scope: str, limit: RateLimit, timeout: float
     ) -> Admission | None:
         """Admit at once when the budget has room and no one waits; else None (never waits)."""
-        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope, limit)
+        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
-            if budget.turns:
+            if budget.turns._waiters:  # someone waits: no jumping the queue
                 return None
-            now = self._clock()
-            if budget.delay(now, limit) > 0:
-                return None
-            admission = budget.admit(key_id, scope, limit, now, timeout)
+            if budget.dropped:
+                admission = None
+            else:
+                now = self._clock()
+                if budget.delay(now, limit) > 0:
+                    return None
+                admission = budget.admit(key_id, scope, limit, now, timeout)
+        if admission is None:
+            # Forgotten by a sweep in another thread just now: the key has a new budget.
+            return self.try_acquire(key_id, scope, limit, timeout)
         if self._clock is not time.monotonic:
             admission.local_deadline = time.monotonic() + timeout
         return admission
@@ -278,9 +308,21 @@ class InProcessLimiter:
 
         The admission carries no nonce: the client draws it from the process's own source.
         """
-        budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope, limit)
-        turns = budget.turns
-        ticket = await turns.enter()
+        # With budget to spare and no one waiting: admitted without suspending or allocating.
+        admission = self.try_acquire(key_id, scope, limit, timeout)
+        if admission is not None:
+            return admission
+        while True:
+            budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
+            turns = budget.turns
+            ticket = await turns.enter()
+            # A budget with someone in its queue is never dropped; but a sweep in another
+            # thread may have dropped it just before this one joined: then join the new one.
+            with budget.lock:
+                dropped = budget.dropped
+            if not dropped:
+                break
+            turns.leave(ticket)
         try:
             while True:
                 with budget.lock:
@@ -310,15 +352,19 @@ class InProcessLimiter:
         try:
             await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sleeper.cancel()
+            # The loop may be closed under an abandoned waiter: nothing is left to cancel then.
+            with contextlib.suppress(RuntimeError):
+                sleeper.cancel()
 
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        """Record how an admitted request ended (see :class:`txc_async.Outcome`) and wake the
-        head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
+        """Record how an admitted request ended (see :class:`txc_async.Outcome`) and wake
+        the head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
         budget = admission.token
-        assert isinstance(budget, _Budget)
+        if not isinstance(budget, _Budget):
+            return 0.0  # settled already: an admission counts once
+        admission.token = None
         pause = 0.0
         with budget.lock:
             budget.in_flight -= 1
@@ -327,12 +373,12 @@ class InProcessLimiter:
                 now = self._clock()
                 log = budget.log
                 deadline = admission.deadline
-                at = bisect.bisect_left(log, deadline)
+                at = bisect.bisect_left(log, deadline, budget.start)
                 if at < len(log) and log[at] == deadline:
                     del log[at]
                     if outcome is not Outcome.NOT_SENT:
                         # It arrived before its answer: that moment is the latest it counts from.
-                        bisect.insort(log, now)
+                        bisect.insort(log, now, budget.start)
                 if outcome is Outcome.ANSWERED:
                     budget.refusals.on_accepted(admission.admitted, now, admission.limit)
                 elif outcome is Outcome.RATE_LIMITED:
