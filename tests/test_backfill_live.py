@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -380,3 +381,33 @@ async def test_a_file_from_the_earlier_state_format_is_resumed_and_extended(
     assert out.read_bytes().startswith(complete)
     assert sorted(_rows(out, "jsonl")) == sorted(
         (name, START + d * DAY) for name in box.mining_account_names for d in range(40))
+
+
+@pytest.mark.parametrize("how", ["iter_mining_rewards", "backfill_mining_rewards"])
+async def test_todays_bookings_behind_the_walk_come_back_too(how: str) -> None:
+    # A range ending now: the server keeps booking today's rewards (dated 00:00 today) while the
+    # walk has already passed today; the walk reads the newest dates again at its end.
+    today = int(time.time()) // DAY * DAY
+    first = today - 59 * DAY
+    async with Sandbox(mining_accounts=25, rewards_start=first, rewards_days=60,
+                       enforce_limits=False) as box:
+        end = int(time.time())
+        before = {_key(r) for r in _everything(box, first, end)}
+        names = box.mining_account_names
+        _book_during_walk(box, lambda n: [(f"{names[n % 25]}", today)] if n <= 40 else [])
+        async with _client(box) as client:
+            if how == "iter_mining_rewards":
+                got = [r async for r in client.iter_mining_rewards(start=first)]
+            else:
+                got = [r async for r in txc_async.backfill_mining_rewards(
+                    client, start=first, end=end, concurrency=4)]
+        # What was booked while the walk ran (reading everything below books one more).
+        booked_today = {_key(b.record) for b in box.rewards.booked}
+        after = {_key(r) for r in _everything(box, first, end)}
+    keys = [(r.mining_account_name, r.date, f"{r.total_reward}", f"{r.reward}", f"{r.fee}")
+            for r in got]
+    assert len(booked_today) >= 10
+    assert len(keys) == len(set(keys)), "a record came back twice"
+    assert before <= set(keys), "a record of the range was missed"
+    assert booked_today <= set(keys), "a reward booked today during the walk was missed"
+    assert set(keys) <= after

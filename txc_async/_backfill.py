@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,14 @@ from ._validate import (
     check_pattern,
     check_time_range,
 )
-from ._walk import REWARD_RECORDS, RewardsCursor, WireReward, walk_rewards
+from ._walk import (
+    REWARD_RECORDS,
+    UNSETTLED_SECONDS,
+    RewardsCursor,
+    WireReward,
+    read_again,
+    walk_rewards,
+)
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -166,7 +174,7 @@ async def run_reward_jobs(
             while pending:
                 job = pending.popleft()
                 cursor = resume.pop(job.index, None) or RewardsCursor(job.params())
-                async for page in walk_rewards(client, cursor, records):
+                async for page in walk_rewards(client, cursor, records, catch_up=False):
                     await queue.put((job, page, False))
                 await queue.put((job, [], True))
         except asyncio.CancelledError:
@@ -234,12 +242,28 @@ async def backfill_mining_rewards(
     Without ``accounts`` the rewards of every account of the key come back, each naming its
     account. Records arrive as pages complete, not in date order. Each piece is walked as
     ``txc_async._walk.walk_rewards`` explains, so rewards booked while the backfill runs never
-    come back twice. Memory stays flat: at most ``3 * concurrency`` pages are held at once, plus
-    per worker the records of one date already returned (see the walk).
+    come back twice; when the range ends less than two days ago, its last two days are read
+    again once every piece is done, so today's bookings made meanwhile come back too. Memory
+    stays flat: at most ``3 * concurrency`` pages are held at once, plus per worker the records
+    of one date already returned (see the walk), plus the records of the last two days of a
+    range that ends less than two days ago.
     """
     lo, hi, names, workers = check_backfill_args(start, end, accounts, concurrency)
+    # A range ending less than two days ago may get bookings at its newest dates while it is
+    # walked: those dates are read again once every piece is done (see the walk).
+    unsettled = hi >= time.time() - UNSETTLED_SECONDS
+    recent_from = max(lo, hi // _DAY * _DAY - _DAY)
+    recent: set[MiningReward] = set()
     async for _job, page, _finished in run_reward_jobs(
         client, plan_reward_jobs(lo, hi, names), concurrency=workers, records=REWARD_RECORDS
     ):
+        if unsettled:
+            recent.update(r for r in page if r.date >= recent_from)
         for record in page:
             yield record
+    if unsettled:
+        tail = {"from": recent_from, "to": hi}
+        ranges = [tail | {"account": name} for name in names] if names else [tail]
+        async for page in read_again(client, ranges, recent, REWARD_RECORDS):
+            for record in page:
+                yield record
