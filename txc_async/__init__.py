@@ -41,6 +41,7 @@ from ._ratelimit import DEFAULT_RATE_LIMITS, Admission, Limiter, Outcome, RateLi
 from ._redis_limiter import RedisLimiter
 from ._retry import RetryPolicy
 from ._scheduler import InProcessLimiter
+from ._sqlite_limiter import SQLiteLimiter
 from ._stats import ClientStats
 from ._version import __version__
 
@@ -78,6 +79,7 @@ __all__ = [
     "RequestTimeout",
     "RetryPolicy",
     "RewardsPage",
+    "SQLiteLimiter",
     "Side",
     "TransportError",
     "TxcError",
