@@ -3,10 +3,12 @@ limiter shared through a store, then posts to an arrival-recording server, and t
 how each request ended.
 
     python -m tests._limit_worker STORE HIT_URL COUNT MAX_REQUESTS PER_SECONDS SEED [--wait-go]
+        [--linger]
 
 ``STORE`` is ``sqlite:PATH``, ``redis:URL:NAMESPACE`` or ``redis-cluster:URL:NAMESPACE``. It prints
 ``ready`` once connected (and with ``--wait-go`` waits for a line on stdin before sending), then
-``sent N`` after each request answered. Requests that fail on the way are counted as failed and
+``sent N`` after each request answered, then ``done`` (and with ``--linger`` stays, its limiter
+open, until stdin closes). Requests that fail on the way are counted as failed and
 the worker goes on (a store restarting, say); it exits 0 once every request was sent.
 """
 
@@ -78,6 +80,10 @@ async def main(argv: list[str]) -> None:
         if "--wait-go" in argv:
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         await send(limiter, hit_url, int(count), RateLimit(int(n), float(per)), int(seed))
+        print("done", flush=True)
+        if "--linger" in argv:
+            # Stay until stdin closes: the limiter stays open and keeps what it sent.
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     finally:
         await limiter.aclose()
 

@@ -94,6 +94,25 @@ class RedisServer:
         self.stop()
         raise RuntimeError("redis-server did not start")
 
+    def restart_empty(self, timeout: float = 10.0) -> None:
+        """Kill the server and start a fresh one on the same port: every key is lost, as in a
+        restart without persistence."""
+        process, self._process = self._process, None
+        assert process is not None and self._folder is not None
+        process.kill()
+        process.wait()
+        self._process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self._folder.name],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout
+        while self._process.poll() is None and time.monotonic() < deadline:
+            if _is_ours(self.port, self._process.pid):
+                return
+            time.sleep(0.01)
+        raise RuntimeError("redis-server did not start again")
+
     def stop(self) -> None:
         """Stop the server and remove its folder."""
         self._stop_process()

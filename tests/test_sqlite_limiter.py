@@ -199,14 +199,21 @@ async def test_the_nonce_follows_the_given_clock_and_a_counter_far_ahead_comes_b
 
 
 async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(
-    limiter: SQLiteLimiter,
+    limiter: SQLiteLimiter, path: Path
 ) -> None:
     frozen = clock_ms()
     limit = RateLimit(100_000, 1)
-    for _ in range(4001):  # max(clock, last + 1) reaches the lead on a clock that stands still
-        await limiter.acquire("k", "s", limit, 5.0, lambda: frozen)
+    first = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen)
+    assert first.nonce == frozen
+    with sqlite3.connect(path) as db:  # as after a burst of 3,999 more on a clock standing still
+        db.execute("UPDATE nonces SET last = ?", (frozen + 3999,))
+    last = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen)
+    assert last.nonce == frozen + 4000
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0, lambda: frozen), 0.2)
+    # Once the clock moves on, it goes.
+    moved = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen + 2)
+    assert moved.nonce == frozen + 4001
 
 
 # -- real processes ----------------------------------------------------------------------------

@@ -42,11 +42,12 @@ __all__ = ["NONCE_WINDOW_MS", "RESEED_GRACE", "WATCH_INTERVAL", "RedisLimiter"]
 NONCE_WINDOW_MS = 5000
 #: While a process has anchors in a window, it checks the generation marker this often (seconds),
 #: so that it writes them back soon after the store lost its data.
-WATCH_INTERVAL = 0.25
-#: After the store lost its data, admissions of that API key wait this long (seconds) when the
-#: process that found out had requests in the window: every process still sending has found out
-#: by then (it looks every :data:`WATCH_INTERVAL`) and written its anchors back.
-RESEED_GRACE = 1.0
+WATCH_INTERVAL = 0.1
+#: When an API key's generation marker is missing (the store lost its data, or the key was not
+#: used for a day, or ever), its admissions hold this long (seconds): every process still sending
+#: finds out meanwhile (it looks every :data:`WATCH_INTERVAL`) and writes its anchors back. A
+#: process cannot tell a loss from a first use, so a first use waits too.
+RESEED_GRACE = 0.5
 
 _PREAMBLE = """
 if redis.replicate_commands then
@@ -57,16 +58,14 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function int(x) return string.format('%d', x) end
 """
 
-# A missing generation marker means the key's data is gone (or was never there): a new marker
-# records until when admissions hold, so that other processes can write their anchors back, and
-# whether the process that made it knew of anchors the store had lost ('token/hold/lost').
+# A missing generation marker means the key's data is gone (or was never there, or expired after
+# a day unused): a new marker records until when admissions hold, so that every process still
+# sending writes its anchors back first, and whether the process that made it knew that the
+# store lost data ('token/hold/lost', lost being 1 or 0).
 _GENERATION = """
 local gen = redis.call('GET', KEYS[{key}])
 if not gen then
-  local grace = tonumber(ARGV[{grace}])
-  local lost = 0
-  if grace > 0 then lost = 1 end
-  gen = ARGV[{token}] .. '/' .. int(now + grace) .. '/' .. lost
+  gen = ARGV[{token}] .. '/' .. int(now + tonumber(ARGV[{grace}])) .. '/' .. ARGV[{lost}]
   redis.call('SET', KEYS[{key}], gen, 'PX', ARGV[{ttl}])
 end
 """
@@ -78,11 +77,12 @@ end
 # 5 the generation this process knows, 6 a token for a new generation, 7 how long (us) a new
 # generation holds admissions, 8 the nonce clock (ms on the server-aligned clock; '' for no
 # nonce), 9 how far (ms) the nonce may lead that clock, 10 the service's nonce window (ms),
-# 11 the log's time to live (ms), 12 the marker's and the counter's time to live (ms).
+# 11 the log's time to live (ms), 12 the marker's and the counter's time to live (ms), 13 1 when
+# a missing marker means a loss to this process, else 0.
 # Returns {0, now, nonce or -1, generation} when admitted; {1, microseconds to wait, 1 when a
 # request in flight blocks else 0, generation}; {2, now, 0, generation} when the process must
 # write its anchors back first.
-_ADMIT = _PREAMBLE + _GENERATION.format(key=4, token=6, grace=7, ttl=12) + """
+_ADMIT = _PREAMBLE + _GENERATION.format(key=4, token=6, grace=7, lost=13, ttl=12) + """
 if gen ~= ARGV[5] then
   return {2, now, 0, gen}
 end
@@ -146,8 +146,9 @@ return {0, now, nonce, gen}
 """
 
 # KEYS[1]: the generation marker; ARGV: 1 a token for a new generation, 2 how long (us) it holds
-# admissions, 3 its time to live (ms). Returns the generation.
-_CHECK = _PREAMBLE + _GENERATION.format(key=1, token=1, grace=2, ttl=3) + """
+# admissions, 3 its time to live (ms), 4 1 when a missing marker means a loss to this process.
+# Returns the generation.
+_CHECK = _PREAMBLE + _GENERATION.format(key=1, token=1, grace=2, lost=4, ttl=3) + """
 return gen
 """
 
@@ -202,8 +203,8 @@ return 0
 
 #: Names a budget's scope may not take, since the key's own entries use them.
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
-#: The generation marker and the nonce counter live at least this long after the last admission.
-_KEY_TTL_MS = 600_000
+#: The generation marker and the nonce counter live this long after the last admission.
+_KEY_TTL_MS = 86_400_000
 
 
 def _passwords(url: str) -> list[str]:
@@ -233,7 +234,9 @@ class _KeyState:
     """What this process knows of one API key's entries: the generation it last saw, its own
     recent anchors per budget (to write back if the store loses them), its last nonce."""
 
-    __slots__ = ("anchors", "generation", "key_id", "last_nonce", "offset", "per", "ttl_ms")
+    __slots__ = (
+        "anchors", "generation", "key_id", "last_nonce", "offset", "per", "seen", "ttl_ms",
+    )
 
     def __init__(self, key_id: str) -> None:
         self.key_id = key_id
@@ -245,6 +248,15 @@ class _KeyState:
         self.last_nonce: int | None = None
         # Redis's clock (s) minus this process's monotonic clock, from the last answer.
         self.offset = 0.0
+        # When (monotonic) the store last showed this generation.
+        self.seen = -math.inf
+
+    def knows_a_loss(self) -> bool:
+        """Whether a missing generation marker now means the store lost the key's data: this
+        process saw the marker recently enough that it cannot have expired since (every
+        admission keeps it for a day). A process that never saw it, or not for that long,
+        cannot tell a loss from a first use."""
+        return bool(self.generation) and time.monotonic() - self.seen < _KEY_TTL_MS / 1000 - 5
 
     def store_now_us(self) -> int:
         return int((time.monotonic() + self.offset) * 1_000_000)
@@ -428,13 +440,12 @@ class RedisLimiter(SharedLimiter):
         timeout_us = math.ceil(timeout * 1_000_000)
         ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
         member = self._new_token()
-        # A new generation holds admissions only when this process has anchors that the store
-        # may have lost: a process starting afresh cannot tell a loss from a first use.
-        grace_us = round(RESEED_GRACE * 1_000_000) if state.prune() else 0
+        grace_us = round(RESEED_GRACE * 1_000_000)
         clock_ms = "" if nonce_clock is None else str(int(nonce_clock()))
         args = [
             cap, per_us, timeout_us, member, state.generation, self._new_token(), grace_us,
             clock_ms, MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS, ttl_ms, max(_KEY_TTL_MS, ttl_ms),
+            int(state.knows_a_loss()),
         ]
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
@@ -453,6 +464,7 @@ class RedisLimiter(SharedLimiter):
         generation = generation.decode() if isinstance(generation, bytes) else str(generation)
         if status == 0 or status == 2:
             state.offset = value / 1_000_000 - time.monotonic()
+            state.seen = time.monotonic()
         if status == 2:
             await self._reseed(state, generation)
             return Verdict(0.0, False)
@@ -503,10 +515,13 @@ class RedisLimiter(SharedLimiter):
                 keys = [self.generation_key(state.key_id)]
                 with contextlib.suppress(TransportError):
                     found = await self._run(
-                        self._check_script, keys, [self._new_token(), grace_us, _KEY_TTL_MS]
+                        self._check_script, keys,
+                        [self._new_token(), grace_us, _KEY_TTL_MS, int(state.knows_a_loss())],
                     )
                     generation = found.decode() if isinstance(found, bytes) else str(found)
-                    if generation != state.generation:
+                    if generation == state.generation:
+                        state.seen = time.monotonic()
+                    else:
                         await self._reseed(state, generation)
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> None:
