@@ -203,6 +203,9 @@ return 0
 
 #: Names a budget's scope may not take, since the key's own entries use them.
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
+#: At most this many calls to Redis are under way at once from one limiter (a cluster client
+#: refuses more than 100 connections per node, and one connection serves one call at a time).
+MAX_CONCURRENT_CALLS = 32
 #: The generation marker and the nonce counter live this long after the last admission.
 _KEY_TTL_MS = 86_400_000
 
@@ -361,6 +364,7 @@ class RedisLimiter(SharedLimiter):
         self._members = itertools.count()
         self._cleanups: set[asyncio.Task[None]] = set()
         self._watcher: asyncio.Task[None] | None = None
+        self._calls: asyncio.Semaphore | None = None
 
     def __repr__(self) -> str:
         cluster = ", cluster=True" if self._cluster else ""
@@ -394,16 +398,22 @@ class RedisLimiter(SharedLimiter):
 
     async def _run(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         from redis.exceptions import ConnectionError as RedisConnectionError
-        from redis.exceptions import RedisError
+        from redis.exceptions import RedisClusterException, RedisError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
+        calls = self._calls
+        if calls is None:
+            calls = self._calls = asyncio.Semaphore(MAX_CONCURRENT_CALLS)
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._timeout), calls:
                 return await script(keys=keys, args=args)
         except TimeoutError:
             what = "unreachable"
             detail = f"no answer within {self._timeout:g} s"
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            what = "unreachable"
+            detail = f"{type(exc).__name__}: {exc}"
+        except RedisClusterException as exc:  # no node of the cluster could be reached
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
         except RedisError as exc:
@@ -543,8 +553,11 @@ class RedisLimiter(SharedLimiter):
         from redis.exceptions import RedisError
 
         # On failure the anchor simply expires with the window.
+        calls = self._calls or asyncio.Semaphore(MAX_CONCURRENT_CALLS)
+        self._calls = calls
         with contextlib.suppress(RedisError, OSError):
-            await self._redis.zrem(key, member)
+            async with asyncio.timeout(self._timeout), calls:
+                await self._redis.zrem(key, member)
         if budget is not None:
             budget.wake_head()
 
