@@ -5,11 +5,12 @@ how each request ended.
     python -m tests._limit_worker STORE HIT_URL COUNT MAX_REQUESTS PER_SECONDS SEED [--wait-go]
         [--linger]
 
-``STORE`` is ``sqlite:PATH``, ``redis:URL:NAMESPACE`` or ``redis-cluster:URL:NAMESPACE``. It prints
+``STORE`` is ``sqlite:PATH``, ``redis:URL:NAMESPACE``, ``redis-cluster:URL:NAMESPACE`` or
+``memory:`` (an in-process limiter, forgotten when the process ends). It prints
 ``ready`` once connected (and with ``--wait-go`` waits for a line on stdin before sending), then
 ``sent N`` after each request answered, then ``done`` (and with ``--linger`` stays, its limiter
-open, until stdin closes). Requests that fail on the way are counted as failed and
-the worker goes on (a store restarting, say); it exits 0 once every request was sent.
+open, until stdin closes). While the store cannot be reached (restarting, say) it asks again
+every 50 ms; it exits 0 once every request was answered.
 """
 
 from __future__ import annotations
@@ -21,11 +22,21 @@ import time
 
 import aiohttp
 
-from txc_async import Limiter, Outcome, RateLimit, RedisLimiter, SQLiteLimiter, TransportError
+from txc_async import (
+    InProcessLimiter,
+    Limiter,
+    Outcome,
+    RateLimit,
+    RedisLimiter,
+    SQLiteLimiter,
+    TransportError,
+)
 
 
 def open_store(spec: str) -> Limiter:
     kind, _, rest = spec.partition(":")
+    if kind == "memory":
+        return InProcessLimiter()
     if kind == "sqlite":
         return SQLiteLimiter(rest)
     url, _, namespace = rest.rpartition(":")
