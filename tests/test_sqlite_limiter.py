@@ -95,6 +95,19 @@ async def test_anchors_from_a_wall_clock_stepped_back_are_dropped(
     limiter.settle(admission, Outcome.ANSWERED)
 
 
+async def test_anchors_of_budgets_no_longer_used_are_swept(
+    limiter: SQLiteLimiter, path: Path
+) -> None:
+    await limiter.acquire("gone", "s", RateLimit(10, 1), 2.0)
+    with sqlite3.connect(path) as db:  # as if that budget had last been used two days ago
+        db.execute("UPDATE anchors SET at = at - 172800 WHERE key_id = 'gone'")
+    for _ in range(1024):
+        await limiter.acquire("k", "s", RateLimit(10**6, 1), 2.0)
+    with sqlite3.connect(path) as db:
+        (left,) = db.execute("SELECT count(*) FROM anchors WHERE key_id = 'gone'").fetchone()
+    assert left == 0
+
+
 async def test_budgets_of_other_scopes_and_keys_are_apart(limiter: SQLiteLimiter) -> None:
     limit = RateLimit(1, 10)
     for key_id, scope in (("a", "s"), ("a", "t"), ("b", "s")):

@@ -231,8 +231,6 @@ def _safe_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-
-
 class _KeyState:
     """What this process knows of one API key's entries: the generation it last saw, its own
     recent anchors per budget (to write back if the store loses them), its last nonce."""
@@ -294,10 +292,12 @@ class RedisLimiter(SharedLimiter):
         {namespace}:{<key id>}:generation       the marker that tells a loss of data
 
     The braces make the key id a hash tag: a cluster keeps every key of one API key in one
-    slot. Every key expires once nothing depends on it. When the store loses its data, each
-    process writes back the anchors it knows of before being admitted again (and admissions
-    hold for :data:`RESEED_GRACE` seconds while they do). The pause after a refusal is shared
-    through Redis; a learned limit stays in the process that learned it.
+    slot. Every key expires once nothing depends on it. When the store loses its data, the
+    key's admissions hold for :data:`RESEED_GRACE` seconds while every running process writes
+    back the anchors it knows of (so does the first use of a key, which a process cannot tell
+    from a loss); requests of a process that had already ended are known to no one. The pause
+    after a refusal is shared through Redis; a learned limit stays in the process that learned
+    it.
 
     If Redis cannot be reached, :meth:`acquire` raises :class:`txc_async.TransportError` rather
     than let requests go out unlimited. A limiter belongs to one event loop (its connections
@@ -479,6 +479,7 @@ class RedisLimiter(SharedLimiter):
             await self._reseed(state, generation)
             return Verdict(0.0, False)
         if status == 1:
+            state.seen = time.monotonic()
             return Verdict(value / 1_000_000, bool(extra))
         state.per[scope] = per_us
         state.ttl_ms[scope] = ttl_ms

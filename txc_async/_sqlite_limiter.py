@@ -34,6 +34,10 @@ from ._signing import MAX_NONCE_LEAD_MS
 
 __all__ = ["SQLiteLimiter"]
 
+#: Anchors older than this (seconds) belong to no window any more; every 1,024 admissions, a
+#: limiter removes them whatever their budget (a budget's own are removed at each admission).
+_SWEEP_AFTER = 86_400.0
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS anchors (
     id INTEGER PRIMARY KEY,
@@ -91,6 +95,7 @@ class SQLiteLimiter(SharedLimiter):
         super().__init__(sleep=sleep, random=random)
         self._path = Path(path)
         self._lock = threading.Lock()
+        self._admissions = 0
         try:
             if str(path) != ":memory:":
                 self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +188,11 @@ class SQLiteLimiter(SharedLimiter):
                 (key_id, scope, deadline, timeout),
             )
             ident = cursor.lastrowid
+            self._admissions += 1
+            if self._admissions % 1024 == 0:
+                # Budgets no longer used keep their last anchors until someone sweeps them.
+                cursor.execute("DELETE FROM anchors WHERE at <= ?", (now - _SWEEP_AFTER,))
+                cursor.execute("DELETE FROM pauses WHERE until <= ?", (now,))
         return Admission(key_id, scope, limit, 0.0, deadline, Entry(budget, ident), nonce)
 
     @staticmethod
