@@ -9,7 +9,11 @@ rate. Contenders: txc_async's InProcessLimiter; aiolimiter.AsyncLimiter, the usu
 baseline; RedisLimiter from one process and from four processes sharing one budget (skipped when
 redis-server is not installed). It ends with the cost of an admission when there is budget.
 
-    python benchmarks/ratelimit.py [--quick]
+A second part sends from separate processes through InProcessLimiter, SQLiteLimiter and
+RedisLimiter: the restart case (a sender killed and another started at once on the same budget)
+and a burst from two processes at once; ``--shared-only`` runs it alone.
+
+    python benchmarks/ratelimit.py [--quick] [--shared-only]
 """
 
 from __future__ import annotations
