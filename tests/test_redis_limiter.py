@@ -194,6 +194,33 @@ async def test_a_store_restarted_without_its_data_lets_no_burst_past_the_limit(
     assert strict_refusals(arrivals, 20, 1.0) == 0
 
 
+async def test_after_a_loss_of_data_nonces_continue_past_those_already_drawn() -> None:
+    frozen = clock_ms()
+    limit = RateLimit(100_000, 10)
+    with RedisServer(require_redis_server()) as redis:
+        namespace = fresh_namespace()
+        running = RedisLimiter(redis.url, namespace=namespace)
+        first = await running.acquire("k", "s", limit, 5.0, lambda: frozen)
+        ahead = await running.acquire("k", "s", limit, 5.0, lambda: frozen)
+        assert (first.nonce, ahead.nonce) == (frozen, frozen + 1)
+        redis.restart_empty()
+        # A process starting now cannot tell the loss from a first use; the running one writes
+        # back what it knows while admissions hold.
+        starting = RedisLimiter(redis.url, namespace=namespace)
+        began = time.monotonic()
+        after = await starting.acquire("k", "s", limit, 5.0, lambda: frozen)
+        assert time.monotonic() - began >= 0.4  # the hold
+        assert after.nonce is not None and after.nonce > frozen + 1
+        # The running process's requests count again in the window.
+        import redis.asyncio as redis_asyncio
+
+        store = redis_asyncio.Redis.from_url(redis.url)
+        assert await store.zcard(running.budget_key("k", "s")) == 3
+        await store.aclose()
+        for box in (running, starting):
+            await box.aclose()
+
+
 async def test_a_request_in_flight_counts_until_its_answer(limiter: RedisLimiter) -> None:
     limit = RateLimit(1, 0.2)
     first = await limiter.acquire("k", "s", limit, 5.0)

@@ -153,8 +153,9 @@ return gen
 """
 
 # KEYS: 1 the generation marker, 2 the nonce counter, 3... budget logs. ARGV: 1 the generation
-# the anchors are written back into, 2 the last nonce this process drew ('' if none), then for
-# each log: its time to live (ms), the number of anchors n, and n pairs of member and score.
+# the anchors are written back into, 2 the least value for the nonce counter ('' for none), 3 the
+# counter's time to live (ms), then for each log: its time to live (ms), the number of anchors n,
+# and n pairs of member and score.
 # Returns 1, or 0 when the generation changed meanwhile (nothing written).
 _RESEED = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -162,12 +163,11 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 if ARGV[2] ~= '' then
   local last = tonumber(redis.call('GET', KEYS[2]) or '')
-  -- A missing counter is left missing: the admission script starts it past the lead.
-  if last and last < tonumber(ARGV[2]) then
-    redis.call('SET', KEYS[2], ARGV[2], 'KEEPTTL')
+  if not last or last < tonumber(ARGV[2]) then
+    redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
   end
 end
-local i = 3
+local i = 4
 for k = 3, #KEYS do
   local ttl = tonumber(ARGV[i])
   local n = tonumber(ARGV[i + 1])
@@ -236,7 +236,8 @@ class _KeyState:
     recent anchors per budget (to write back if the store loses them), its last nonce."""
 
     __slots__ = (
-        "anchors", "generation", "key_id", "last_nonce", "offset", "per", "seen", "ttl_ms",
+        "anchors", "generation", "key_id", "last_nonce", "nonce_clock", "offset", "per",
+        "seen", "ttl_ms",
     )
 
     def __init__(self, key_id: str) -> None:
@@ -247,6 +248,8 @@ class _KeyState:
         self.per: dict[str, int] = {}
         self.ttl_ms: dict[str, int] = {}
         self.last_nonce: int | None = None
+        # The server-aligned clock the last nonce was drawn on.
+        self.nonce_clock: Callable[[], int] | None = None
         # Redis's clock (s) minus this process's monotonic clock, from the last answer.
         self.offset = 0.0
         # When (monotonic) the store last showed this generation.
@@ -487,6 +490,7 @@ class RedisLimiter(SharedLimiter):
         nonce: int | None = None
         if nonce_clock is not None:
             nonce = state.last_nonce = extra
+            state.nonce_clock = nonce_clock
         self._watch()
         return Admission(
             key_id, scope, limit, 0.0, (value + timeout_us) / 1_000_000, Entry(budget, member),
@@ -499,7 +503,12 @@ class RedisLimiter(SharedLimiter):
         scopes = [scope for scope, anchors in state.anchors.items() if anchors]
         keys = [self.generation_key(state.key_id), self.nonce_key(state.key_id)]
         keys += [self.budget_key(state.key_id, scope) for scope in scopes]
-        args: list[Any] = [generation, "" if state.last_nonce is None else state.last_nonce]
+        # The counter must stay past every nonce this process drew; and when the marker says
+        # the store lost data, past what any process may have drawn (at most the lead ahead).
+        floor = state.last_nonce
+        if generation.endswith("/1") and state.nonce_clock is not None:
+            floor = max(floor or 0, int(state.nonce_clock()) + MAX_NONCE_LEAD_MS)
+        args: list[Any] = [generation, "" if floor is None else floor, _KEY_TTL_MS]
         for scope in scopes:
             anchors = state.anchors[scope]
             args += [state.ttl_ms[scope], len(anchors)]
