@@ -113,8 +113,9 @@ async def test_budgets_across_slots_stay_exact_at_the_server(cluster_url: str) -
         assert len(arrivals) == per_budget
         assert max_in_window(arrivals, 0.5) <= 10, (key_id, scope)
         assert strict_refusals(arrivals, 10, 0.5) == 0
-        # Budgets do not slow each other: each takes about its own least time (1 s).
-        assert max(arrivals) - min(arrivals) <= 2.0
+        # Budgets do not slow each other: each takes about its own least time (1 s), not the
+        # six budgets' one after another (6 s).
+        assert max(arrivals) - min(arrivals) <= 3.0
     for key_id in KEY_IDS[:3]:
         assert len(set(nonces[key_id])) == 2 * per_budget
 
