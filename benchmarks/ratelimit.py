@@ -15,7 +15,11 @@ process) in the scenarios that break limiters counting from the admission: loopb
 and a server tighter than the client's configured limit; for each, the most the server served in
 any window against its limit, its refusals, the client's backoff steps and the efficiency.
 
-    python benchmarks/ratelimit.py [--quick]
+A second part sends from separate processes through InProcessLimiter, SQLiteLimiter and
+RedisLimiter: the restart case (a sender killed and another started at once on the same budget)
+and a burst from two processes at once; ``--shared-only`` runs it alone.
+
+    python benchmarks/ratelimit.py [--quick] [--shared-only]
 """
 
 from __future__ import annotations
@@ -480,6 +484,134 @@ async def main(quick: bool) -> list[Result]:
     return results
 
 
+# -- budgets shared between processes: SQLiteLimiter and RedisLimiter beside InProcessLimiter --
+
+
+async def _sender(spec: str, hit_url: str, count: int, limit: RateLimit, seed: int,
+                  *extra: str) -> asyncio.subprocess.Process:
+    """A sender process (``tests/_limit_worker.py``) on the limiter ``spec``."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests._limit_worker", spec, hit_url, str(count),
+        str(limit.max_requests), str(limit.per_seconds), str(seed), *extra,
+        cwd=ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+
+
+async def _until(process: asyncio.subprocess.Process, line: bytes) -> None:
+    assert process.stdout is not None
+    while True:
+        got = await asyncio.wait_for(process.stdout.readline(), 120)
+        if not got:
+            raise RuntimeError(f"a sender ended before printing {line!r}")
+        if got.strip() == line:
+            return
+
+
+async def _finish(processes: list[asyncio.subprocess.Process]) -> None:
+    async def one(process: asyncio.subprocess.Process) -> int:
+        assert process.stdout is not None
+        while await process.stdout.readline():
+            pass
+        return await process.wait()
+
+    try:
+        codes = await asyncio.wait_for(asyncio.gather(*(one(p) for p in processes)), 300)
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    if any(codes):
+        raise RuntimeError(f"a sender failed: exit codes {codes}")
+
+
+async def shared_burst(server: ArrivalServerProcess, name: str, spec: str, budget: str,
+                       limit: RateLimit, count: int, processes: int) -> Result:
+    """``count`` requests from ``processes`` sender processes at once, on one budget."""
+    senders = [
+        await _sender(spec, server.hit_url(budget), count // processes, limit, seed, "--wait-go")
+        for seed in range(processes)
+    ]
+    for sender in senders:
+        await _until(sender, b"ready")
+    for sender in senders:
+        assert sender.stdin is not None
+        sender.stdin.write(b"go\n")
+        await sender.stdin.drain()
+    await _finish(senders)
+    return Result(name, limit, await server.arrivals(budget))
+
+
+async def restart_case(server: ArrivalServerProcess, name: str, spec: str, budget: str,
+                       limit: RateLimit, killed_after: int, rerun: int) -> Result:
+    """A sender killed (SIGKILL) after ``killed_after`` answers and another started at once,
+    like a backfill interrupted and rerun: does the rerun know the budget already spent?"""
+    first = await _sender(spec, server.hit_url(budget), 10**6, limit, 1)
+    await _until(first, f"sent {killed_after}".encode())
+    first.kill()
+    second = await _sender(spec, server.hit_url(budget), rerun, limit, 2)
+    await first.wait()
+    await _finish([second])
+    return Result(name, limit, await server.arrivals(budget))
+
+
+def print_shared(rows: list[tuple[str, Result]]) -> None:
+    print("peak: most arrivals at the server in any window of the limit; 429s: requests a strict "
+          "server would refuse;\nefficiency: the least span the limit allows, "
+          "(ceil(requests / limit) - 1) windows, over the first-to-last arrival span (the "
+          "restart rows include starting the rerun's interpreter)")
+    header = (f"{'case':24} {'limiter':34} {'requests':>8} {'peak':>5} {'limit':>6} {'429s':>5} "
+              f"{'span':>7} {'efficiency':>10}")
+    print(header)
+    print("-" * len(header))
+    for case, r in rows:
+        print(f"{case:24} {r.name:34} {r.requests:>8} {r.peak:>5} {r.limit.max_requests:>6} "
+              f"{r.refused:>5} {r.span:>6.2f}s {r.least / r.span if r.span else 0:>10.1%}")
+
+
+async def shared_main(quick: bool) -> list[tuple[str, Result]]:
+    """The restart case and a burst from several processes, through each backend."""
+    import tempfile
+
+    limit = RateLimit(50, 1.0) if quick else RateLimit(200, 2.0)
+    killed_after = limit.max_requests * 3 // 2  # into the second window
+    rerun = limit.max_requests * 2
+    burst = limit.max_requests * 4
+    rows: list[tuple[str, Result]] = []
+    with tempfile.TemporaryDirectory(prefix="txc-bench-") as folder:
+        backends = [
+            ("InProcessLimiter", "memory:"),
+            ("SQLiteLimiter", f"sqlite:{folder}/limits.sqlite"),
+        ]
+        redis = None
+        if find_redis_server() is not None:
+            redis = RedisServer()
+            redis.start()
+            backends.append(("RedisLimiter", f"redis:{redis.url}:bench{os.getpid()}"))
+        try:
+            async with ArrivalServerProcess() as server:
+                for name, spec in backends:
+                    rows.append(("killed and rerun at once", await restart_case(
+                        server, name, spec, f"restart-{name}", limit, killed_after, rerun,
+                    )))
+                for name, spec in backends:
+                    processes = 1 if spec == "memory:" else 2
+                    label = f"burst, {processes} process" + ("es" if processes > 1 else "")
+                    rows.append((label, await shared_burst(
+                        server, name, spec, f"burst-{name}", limit, burst, processes,
+                    )))
+        finally:
+            if redis is not None:
+                redis.stop()
+    print(f"limit {limit.max_requests} per {limit.per_seconds:g} s; sender processes with 50 "
+          f"requests under way each, 0-20 ms network delay; killed after {killed_after} answers, "
+          f"rerun with {rerun}; bursts of {burst}")
+    print_shared(rows)
+    if find_redis_server() is None:
+        print("redis-server not found: the RedisLimiter rows are skipped")
+    return rows
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         redis_url, namespace, hit_url, count, n, w, seed = sys.argv[2:9]
@@ -489,6 +621,11 @@ if __name__ == "__main__":
         parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
         parser.add_argument("--quick", action="store_true",
                             help="smaller bursts (100 per 1 s, 300 requests)")
+        parser.add_argument("--shared-only", action="store_true",
+                            help="only the SQLite and Redis backends' restart and burst cases")
         began = time.monotonic()
-        asyncio.run(main(parser.parse_args().quick))
+        arguments = parser.parse_args()
+        if not arguments.shared_only:
+            asyncio.run(main(arguments.quick))
+        asyncio.run(shared_main(arguments.quick))
         print(f"benchmark time: {time.monotonic() - began:.0f} s")

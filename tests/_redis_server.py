@@ -9,9 +9,12 @@ import socket
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 from types import TracebackType
 
-__all__ = ["RedisServer", "find_redis_server", "free_port", "require_redis_server"]
+__all__ = [
+    "RedisClusterServers", "RedisServer", "find_redis_server", "free_port", "require_redis_server",
+]
 
 
 def find_redis_server() -> str | None:
@@ -94,6 +97,25 @@ class RedisServer:
         self.stop()
         raise RuntimeError("redis-server did not start")
 
+    def restart_empty(self, timeout: float = 10.0) -> None:
+        """Kill the server and start a fresh one on the same port: every key is lost, as in a
+        restart without persistence."""
+        process, self._process = self._process, None
+        assert process is not None and self._folder is not None
+        process.kill()
+        process.wait()
+        self._process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self._folder.name],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout
+        while self._process.poll() is None and time.monotonic() < deadline:
+            if _is_ours(self.port, self._process.pid):
+                return
+            time.sleep(0.01)
+        raise RuntimeError("redis-server did not start again")
+
     def stop(self) -> None:
         """Stop the server and remove its folder."""
         self._stop_process()
@@ -112,6 +134,108 @@ class RedisServer:
                 process.wait()
 
     def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _free_cluster_port() -> int:
+    """A port free together with its cluster bus port (port + 10000)."""
+    for _ in range(100):
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
+def _cli(port: int, *args: str) -> str:
+    return subprocess.run(
+        ["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=30,
+        check=True,
+    ).stdout
+
+
+class RedisClusterServers:
+    """``with RedisClusterServers() as cluster: cluster.url`` runs a Redis Cluster of three
+    masters (no replicas, no persistence) on 127.0.0.1 until the end of the block."""
+
+    def __init__(self, binary: str | None = None, masters: int = 3) -> None:
+        found = binary or find_redis_server()
+        if found is None:
+            raise FileNotFoundError("redis-server is not on PATH")
+        self.binary = found
+        self.masters = masters
+        self.ports: list[int] = []
+        self._processes: list[subprocess.Popen[bytes]] = []
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="redis-cluster-")
+        try:
+            for _ in range(self.masters):
+                port = _free_cluster_port()
+                node_dir = Path(self._folder.name) / str(port)
+                node_dir.mkdir()
+                self._processes.append(subprocess.Popen(
+                    [self.binary, "--port", str(port), "--bind", "127.0.0.1",
+                     "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                     "--save", "", "--appendonly", "no", "--dir", str(node_dir)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                ))
+                self.ports.append(port)
+            deadline = time.monotonic() + timeout
+            for port, process in zip(self.ports, self._processes, strict=True):
+                while not _is_ours(port, process.pid):
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("a cluster node did not start")
+                    time.sleep(0.05)
+            subprocess.run(
+                ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
+                 "--cluster-replicas", "0", "--cluster-yes"],
+                capture_output=True, timeout=timeout, check=True,
+            )
+            while not all("cluster_state:ok" in _cli(p, "CLUSTER", "INFO") for p in self.ports):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the cluster did not come up")
+                time.sleep(0.1)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop every node and remove their folders."""
+        processes, self._processes = self._processes, []
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
+
+    def __enter__(self) -> RedisClusterServers:
         self.start()
         return self
 

@@ -314,14 +314,22 @@ async def test_shards_on_several_processes_sharing_redis_add_up_to_one_run(
     assert sorted(union) == sorted(single) and len(single) == 20 * 120
 
 
-def test_limiter_from_url() -> None:
+async def test_limiter_from_url(tmp_path: Path) -> None:
+    from txc_async._limiter_url import default_limiter_url
+
     assert isinstance(txc_async.limiter_from_url("memory://"), txc_async.InProcessLimiter)
     redis = txc_async.limiter_from_url("redis://127.0.0.1:6390/0")
     assert isinstance(redis, txc_async.RedisLimiter)
     assert isinstance(txc_async.limiter_from_url("rediss://:pw@127.0.0.1:6390/0"),
                       txc_async.RedisLimiter)
-    with pytest.raises(ValueError, match="sqlite://"):
-        txc_async.limiter_from_url("sqlite:///tmp/budgets.db")
+    budgets = tmp_path / "made" / "budgets.db"
+    sqlite = txc_async.limiter_from_url(f"sqlite:///{budgets}")
+    assert isinstance(sqlite, txc_async.SQLiteLimiter) and budgets.parent.is_dir()
+    await sqlite.aclose()
+    with pytest.raises(ValueError, match="sqlite:// needs a file"):
+        txc_async.limiter_from_url("sqlite://")
+    assert default_limiter_url().startswith("sqlite:///")
+    assert default_limiter_url().endswith("txc_async/budgets.sqlite3")
     with pytest.raises(ValueError, match="unknown limiter URL") as caught:
         txc_async.limiter_from_url("http://user:secret@host")
     assert "secret" not in str(caught.value)

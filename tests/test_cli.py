@@ -25,7 +25,7 @@ from txc_async.cli import main
         (["backfill-rewards", "--start", "2024-01-01", "--out", "x", "--limiter", "ftp://h"],
          "unknown limiter URL ftp://"),
         (["backfill-rewards", "--start", "2024-01-01", "--out", "x", "--limiter",
-          "sqlite:///tmp/x.db"], "sqlite://"),
+          "sqlite://"], "sqlite:// needs a file"),
         (["backfill-rewards", "--start", "2024-01-01", "--end", "2024-02-01", "--out", "x",
           "--concurrency", "0"], "from 1 to 256"),
         (["backfill-rewards", "--start", "2024-01-01", "--end", "2024-02-01", "--out", "x",

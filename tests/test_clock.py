@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import math
+import os
 import time
+from collections.abc import Iterator
 
 import pytest
 from aioresponses import aioresponses
 
 import txc_async
-from txc_async import AuthenticationError, RetryPolicy
+from txc_async import AuthenticationError, RedisLimiter, RetryPolicy
 from txc_async._clock import (
     MAX_DRIFT,
     NONCE_WINDOW_MS,
@@ -25,6 +27,7 @@ from txc_async._signing import MAX_NONCE_LEAD_MS, NonceSource
 from txc_async.sandbox import Sandbox
 
 from ._clocks import ManualClock
+from ._redis_server import RedisServer, require_redis_server
 from .conftest import KEY, SECRET, decode_signed, fast_retry, requests_to
 
 BALANCE_PATH = "/api/v4/main-account/balance"
@@ -504,3 +507,37 @@ async def test_clients_of_one_server_share_one_estimate() -> None:
         assert box.stats.nonce_refused == 0
 
 
+# -- the shared Redis counter ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with RedisServer(require_redis_server()) as server:
+        yield server.url
+
+
+@pytest.mark.redis
+async def test_processes_sharing_a_redis_counter_follow_an_offset_server(redis_url: str) -> None:
+    from txc_async._signing import Signer
+
+    async with Sandbox(clock_offset=-30.0) as box:
+        limiters = [RedisLimiter(redis_url, namespace=f"clockp{os.getpid()}") for _ in range(2)]
+        clients = []
+        for limiter in limiters:
+            client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
+                                      base_url=box.url, limiter=limiter,
+                                      retry=RetryPolicy(max_nonce_retries=1))
+            # Separate nonce sources stand for separate processes.
+            client._pipeline.signer = Signer(box.api_key, box.api_secret, NonceSource())
+            clients.append(client)
+        try:
+            await clients[0].main_balance()
+            assert box.stats.nonce_refused <= 1
+            refused = box.stats.nonce_refused
+            await asyncio.gather(*(clients[i % 2].main_balance() for i in range(200)))
+            assert box.stats.nonce_refused == refused
+        finally:
+            for client in clients:
+                await client.close()
+            for limiter in limiters:
+                await limiter.aclose()

@@ -47,6 +47,7 @@ from ._ratelimit import Admission, Limiter, Outcome, RateLimit
 from ._redis_limiter import RedisLimiter
 from ._retry import RetryPolicy
 from ._scheduler import InProcessLimiter
+from ._sqlite_limiter import SQLiteLimiter
 from ._stats import ClientStats
 from ._version import __version__
 
@@ -107,6 +108,7 @@ __all__ = [
     "RequestTimeout",
     "RetryPolicy",
     "RewardsPage",
+    "SQLiteLimiter",
     "Side",
     "SideLiteral",
     "TransportError",

@@ -19,7 +19,7 @@ from typing import Any, Self, TypeVar, get_args
 import aiohttp
 from yarl import URL
 
-from ._clock import SYSTEM_CLOCK, LocalClock, bind_budget_clock, server_clock_for
+from ._clock import SYSTEM_CLOCK, LocalClock, server_clock_for
 from ._errors import InvalidParameterError, TransportError, TxcError, name_operations
 from ._limiter_url import limiter_from_url
 from ._models import (
@@ -218,7 +218,6 @@ class Client:
         server_clock = server_clock_for(
             str(base.origin()), clock if clock is not None else SYSTEM_CLOCK
         )
-        bind_budget_clock(key_id, server_clock)
         self._pipeline = Pipeline(
             base_url=base,
             signer=(

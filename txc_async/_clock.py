@@ -27,8 +27,6 @@ __all__ = [
     "LocalClock",
     "ServerClock",
     "SystemClock",
-    "bind_budget_clock",
-    "budget_clock",
     "nonce_refusal_error",
     "parse_http_date",
     "server_clock_for",
@@ -323,9 +321,7 @@ class ServerClock:
 
 
 _clocks: dict[tuple[str, LocalClock], ServerClock] = {}
-_budget_clocks: dict[str, ServerClock] = {}
 _clocks_lock = threading.Lock()
-_unbound = ServerClock()
 
 
 def server_clock_for(origin: str, local: LocalClock = SYSTEM_CLOCK) -> ServerClock:
@@ -337,18 +333,6 @@ def server_clock_for(origin: str, local: LocalClock = SYSTEM_CLOCK) -> ServerClo
         if clock is None:
             clock = _clocks[key] = ServerClock(local)
         return clock
-
-
-def bind_budget_clock(key_id: str, clock: ServerClock) -> None:
-    """Tell limiters that draw nonces for ``key_id`` (an API key at one server) which clock the
-    server keeps."""
-    with _clocks_lock:
-        _budget_clocks[key_id] = clock
-
-
-def budget_clock(key_id: str) -> ServerClock:
-    """The clock of the server of ``key_id``; the wall clock when no client named one."""
-    return _budget_clocks.get(key_id, _unbound)
 
 
 def nonce_refusal_error(

@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import os
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from ._ratelimit import Limiter
 from ._redis_limiter import RedisLimiter
 from ._scheduler import default_limiter
+from ._sqlite_limiter import SQLiteLimiter
 
-__all__ = ["limiter_from_url"]
+__all__ = ["check_limiter_url", "default_limiter_url", "limiter_from_url"]
 
 _SCHEMES = "memory://, sqlite:///path, redis://host:port/db or rediss://host:port/db"
 
 
-def limiter_from_url(url: str) -> Limiter:
-    """The limiter ``url`` names.
+def default_limiter_url() -> str:
+    """``sqlite:///`` + a file in this user's cache directory: what the command line shares its
+    budgets through when neither ``--limiter`` nor ``TXC_LIMITER`` says otherwise, so a run
+    started right after another (a rerun after Ctrl-C, a second backfill) keeps to the same
+    windows."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return "sqlite:///" + str(base / "txc_async" / "budgets.sqlite3")
 
-    * ``memory://``: budgets kept in this process (the ``InProcessLimiter`` every client of the
-      process shares by default);
-    * ``redis://...`` or ``rediss://...`` (TLS): budgets shared through Redis by every process
-      and machine using the same server (``RedisLimiter(url)``).
 
-    Anything else is refused with a ``ValueError`` that names the accepted forms; the message
-    never repeats the URL's password.
-    """
+def check_limiter_url(url: object) -> str:
+    """``url`` if it names a limiter :func:`limiter_from_url` can make (nothing is opened or
+    connected), else a ``ValueError`` naming the accepted forms."""
     if not isinstance(url, str):
         raise ValueError(f"a limiter URL is a string ({_SCHEMES})")
     parts = urlsplit(url.strip())
@@ -31,15 +41,39 @@ def limiter_from_url(url: str) -> Limiter:
     if scheme == "memory":
         if parts.netloc or parts.path.strip("/"):
             raise ValueError("memory:// takes no host or path")
-        return default_limiter()
-    if scheme in ("redis", "rediss"):
+    elif scheme in ("redis", "rediss"):
         if not parts.hostname and not parts.path:
             raise ValueError(f"{scheme}:// needs a host, e.g. {scheme}://127.0.0.1:6379/0")
-        return RedisLimiter(url.strip())
+    elif scheme == "sqlite":
+        if parts.netloc or not parts.path.strip("/"):
+            raise ValueError("sqlite:// needs a file: sqlite:///relative/path or sqlite:////abs/path")
+    else:
+        shown = f"{scheme}://" if scheme else repr(url.split("@")[-1][:40])
+        raise ValueError(f"unknown limiter URL {shown}: use {_SCHEMES}")
+    return url.strip()
+
+
+def limiter_from_url(url: str) -> Limiter:
+    """The limiter ``url`` names.
+
+    * ``memory://``: budgets kept in this process (the ``InProcessLimiter`` every client of the
+      process shares by default);
+    * ``sqlite:///path`` (relative to the working directory; ``sqlite:////abs/path`` for an
+      absolute one): budgets and nonces shared by every process of this machine through one
+      SQLite file (``SQLiteLimiter``); its folder is made when missing;
+    * ``redis://...`` or ``rediss://...`` (TLS): budgets shared through Redis by every process
+      and machine using the same server (``RedisLimiter(url)``).
+
+    Anything else is refused with a ``ValueError`` that names the accepted forms; the message
+    never repeats the URL's password.
+    """
+    url = check_limiter_url(url)
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "memory":
+        return default_limiter()
     if scheme == "sqlite":
-        raise ValueError(
-            "sqlite:// limiters are not available in this version of txc_async; "
-            "use memory:// or redis://"
-        )
-    shown = f"{scheme}://" if scheme else repr(url.split("@")[-1][:40])
-    raise ValueError(f"unknown limiter URL {shown}: use {_SCHEMES}")
+        path = Path(unquote(parts.path[1:]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SQLiteLimiter(path)
+    return RedisLimiter(url)

@@ -116,6 +116,7 @@ class Pipeline:
         }
         self.signer = signer
         self.server_clock = server_clock
+        self._nonce_clock = server_clock.now_ms
         self.limiter = limiter
         self.key_id = key_id
         self.rate_limits = rate_limits
@@ -233,7 +234,12 @@ class Pipeline:
             admission = limiter.try_acquire(key_id, scope, limit, timeout)
             if admission is None:
                 began = _monotonic()
-                admission = await limiter.acquire(key_id, scope, limit, timeout)
+                admission = await limiter.acquire(
+                    key_id, scope, limit, timeout,
+                    # A limiter shared by processes draws signed requests' nonces from one
+                    # counter per key, on the server's clock as this process estimates it.
+                    self._nonce_clock if op.auth is Auth.SIGNED else None,
+                )
                 waited = _monotonic() - began
             if self.closed:
                 limiter.settle(admission, Outcome.NOT_SENT)

@@ -1,8 +1,16 @@
-"""Budgets kept in Redis, shared by every process and machine that uses one API key.
+"""Budgets kept in Redis (or a Redis Cluster), shared by every process and machine that uses one
+API key.
 
-Each budget is a sliding-window log in a sorted set, updated by one atomic Lua script that reads
-Redis's own clock, so every process measures time alike. Within a process, waiters queue
-first-in-first-out and only the head asks Redis.
+Each budget is a sorted set of anchors, one per request: the latest moment it could have reached
+the server (its deadline while in flight, then its answer), in microseconds on Redis's own clock,
+so every process measures time alike. One atomic Lua script admits a request while fewer than
+``max_requests`` anchors lie in the last ``per_seconds``, and draws the nonce from the key's shared
+counter. Within a process, waiters queue first-in-first-out and only the head asks Redis.
+
+Every key of one API key carries its key id as a hash tag (``{…}``), so a Redis Cluster keeps them
+in one hash slot and the scripts stay atomic there. A generation marker beside them tells a
+process that the store lost its data (a restart without persistence, a failover to an empty
+replica): the process then writes its own recent anchors back before it is admitted again.
 """
 
 from __future__ import annotations
@@ -12,7 +20,6 @@ import contextlib
 import itertools
 import math
 import os
-import random as _random
 import re
 import secrets
 import time
@@ -20,51 +27,171 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
-from ._backoff import RefusalState
 from ._errors import TransportError
 from ._ratelimit import Admission, Outcome, RateLimit
-from ._scheduler import FifoTurns
+from ._shared_limiter import Budget, Entry, SharedLimiter, Verdict
 from ._signing import MAX_NONCE_LEAD_MS
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
     from redis.commands.core import AsyncScript
 
-__all__ = ["RedisLimiter"]
+__all__ = ["NONCE_WINDOW_MS", "RESEED_GRACE", "WATCH_INTERVAL", "RedisLimiter"]
 
-# KEYS[1]: the log (a sorted set of admission times in microseconds, one unique member each);
-# KEYS[2]: the pause key; KEYS[3]: the API key's nonce counter.
-# ARGV: max_requests, the window in microseconds, this admission's member, how far (ms) the
-# nonce may run ahead of the clock.
-# Returns {0, nonce} when admitted, else {microseconds to wait before asking again, 0}.
-_ADMIT = """
+#: The service refuses a nonce more than this many milliseconds away from its clock.
+NONCE_WINDOW_MS = 5000
+#: While a process has anchors in a window, it checks the generation marker this often (seconds),
+#: so that it writes them back soon after the store lost its data.
+WATCH_INTERVAL = 0.1
+#: When an API key's generation marker is missing (the store lost its data, or the key was not
+#: used for a day, or ever), its admissions hold this long (seconds): every process still sending
+#: finds out meanwhile (it looks every :data:`WATCH_INTERVAL`) and writes its anchors back. A
+#: process cannot tell a loss from a first use, so a first use waits too.
+RESEED_GRACE = 0.5
+
+_PREAMBLE = """
 if redis.replicate_commands then
   redis.replicate_commands() -- Redis before 5 must be told TIME may precede writes
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function int(x) return string.format('%d', x) end
+"""
+
+# A missing generation marker means the key's data is gone (or was never there, or expired after
+# a day unused): a new marker records until when admissions hold, so that every process still
+# sending writes its anchors back first, and whether the process that made it knew that the
+# store lost data ('token/hold/lost', lost being 1 or 0).
+_GENERATION = """
+local gen = redis.call('GET', KEYS[{key}])
+if not gen then
+  gen = ARGV[{token}] .. '/' .. int(now + tonumber(ARGV[{grace}])) .. '/' .. ARGV[{lost}]
+  redis.call('SET', KEYS[{key}], gen, 'PX', ARGV[{ttl}])
+end
+"""
+
+
+# KEYS: 1 the budget's log (anchors), 2 its pause key, 3 the key's nonce counter, 4 the key's
+# generation marker.
+# ARGV: 1 requests per window, 2 the window (us), 3 the request's timeout (us), 4 its member,
+# 5 the generation this process knows, 6 a token for a new generation, 7 how long (us) a new
+# generation holds admissions, 8 the nonce clock (ms on the server-aligned clock; '' for no
+# nonce), 9 how far (ms) the nonce may lead that clock, 10 the service's nonce window (ms),
+# 11 the log's time to live (ms), 12 the marker's and the counter's time to live (ms), 13 1 when
+# a missing marker means a loss to this process, else 0.
+# Returns {0, now, nonce or -1, generation} when admitted; {1, microseconds to wait, 1 when a
+# request in flight blocks else 0, generation}; {2, now, 0, generation} when the process must
+# write its anchors back first.
+_ADMIT = _PREAMBLE + _GENERATION.format(key=4, token=6, grace=7, lost=13, ttl=12) + """
+if gen ~= ARGV[5] then
+  return {2, now, 0, gen}
+end
+local hold = tonumber(string.match(gen, '/(%d+)/%d$'))
+if hold > now then
+  return {1, hold - now, 0, gen}
+end
 local paused = redis.call('PTTL', KEYS[2])
 if paused > 0 then
-  return {paused * 1000, 0}
+  return {1, paused * 1000, 0, gen}
 end
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local cap = tonumber(ARGV[1])
+local per = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - per))
 local count = redis.call('ZCARD', KEYS[1])
-if count >= limit then
-  local blocking = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
-  return {math.max(1, tonumber(blocking[2]) + window - now), 0}
+if count >= cap then
+  -- The cap-th latest anchor must leave the window first.
+  local blocking = redis.call('ZRANGE', KEYS[1], count - cap, count - cap, 'WITHSCORES')
+  local at = tonumber(blocking[2])
+  local in_flight = 0
+  if at > now then in_flight = 1 end
+  return {1, math.max(1, at + per - now), in_flight, gen}
 end
-local now_ms = math.floor(now / 1000)
-local nonce = math.max(now_ms, tonumber(redis.call('GET', KEYS[3]) or '0') + 1)
-local ahead = nonce - now_ms - tonumber(ARGV[4])
-if ahead > 0 then
-  return {ahead * 1000, 0}
+local nonce = -1
+if ARGV[8] ~= '' then
+  local clock = tonumber(ARGV[8])
+  local lead = tonumber(ARGV[9])
+  local window = tonumber(ARGV[10])
+  local last = tonumber(redis.call('GET', KEYS[3]) or '')
+  if not last and string.sub(gen, -1) == '1' then
+    -- The store lost the counter: nonces drawn before may lie up to the lead past the clock,
+    -- and the processes that drew them may be gone; start beyond them.
+    last = clock + lead
+    redis.call('SET', KEYS[3], int(last), 'PX', ARGV[12])
+  elseif not last then
+    last = 0
+  elseif last > clock + window then
+    -- Far ahead of the clock (a clock stepped back, or it ran fast when those nonces were
+    -- drawn): come back to the edge of the service's window. Every nonce the service ever
+    -- accepted lay within the window of its clock, which has only moved forward since, so
+    -- none lies beyond that edge; values past it were refused and never used, and new ones
+    -- start after it: no new nonce can repeat an accepted one.
+    last = clock + window
+    redis.call('SET', KEYS[3], int(last), 'PX', ARGV[12])
+  end
+  nonce = math.max(clock, last + 1)
+  if nonce - clock > lead then
+    return {1, (nonce - clock - lead) * 1000, 0, gen}
+  end
+  redis.call('SET', KEYS[3], int(nonce), 'PX', ARGV[12])
 end
-redis.call('ZADD', KEYS[1], now, ARGV[3])
-redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1000)
-redis.call('SET', KEYS[3], nonce, 'PX', 60000)
-return {0, nonce}
+redis.call('ZADD', KEYS[1], int(now + tonumber(ARGV[3])), ARGV[4])
+local ttl = tonumber(ARGV[11])
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[12]) then
+  redis.call('PEXPIRE', KEYS[4], ARGV[12])
+end
+return {0, now, nonce, gen}
+"""
+
+# KEYS[1]: the generation marker; ARGV: 1 a token for a new generation, 2 how long (us) it holds
+# admissions, 3 its time to live (ms), 4 1 when a missing marker means a loss to this process.
+# Returns the generation.
+_CHECK = _PREAMBLE + _GENERATION.format(key=1, token=1, grace=2, lost=4, ttl=3) + """
+return gen
+"""
+
+# KEYS: 1 the generation marker, 2 the nonce counter, 3... budget logs. ARGV: 1 the generation
+# the anchors are written back into, 2 the least value for the nonce counter ('' for none), 3 the
+# counter's time to live (ms), then for each log: its time to live (ms), the number of anchors n,
+# and n pairs of member and score.
+# Returns 1, or 0 when the generation changed meanwhile (nothing written).
+_RESEED = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] ~= '' then
+  local last = tonumber(redis.call('GET', KEYS[2]) or '')
+  if not last or last < tonumber(ARGV[2]) then
+    redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  end
+end
+local i = 4
+for k = 3, #KEYS do
+  local ttl = tonumber(ARGV[i])
+  local n = tonumber(ARGV[i + 1])
+  i = i + 2
+  for _ = 1, n do
+    redis.call('ZADD', KEYS[k], 'NX', ARGV[i + 1], ARGV[i])
+    i = i + 2
+  end
+  if n > 0 and redis.call('PTTL', KEYS[k]) < ttl then
+    redis.call('PEXPIRE', KEYS[k], ttl)
+  end
+end
+return 1
+"""
+
+# KEYS[1]: a budget's log; ARGV[1]: a member. The request was answered: its anchor moves to now,
+# if it is still there and later. Returns now (us).
+_ANSWERED = _PREAMBLE + """
+local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if at and tonumber(at) > now then
+  redis.call('ZADD', KEYS[1], 'XX', int(now), ARGV[1])
+end
+return now
 """
 
 # KEYS[1]: the pause key; ARGV[1]: the pause in milliseconds. A longer pause already set stays.
@@ -75,21 +202,15 @@ end
 return 0
 """
 
+#: Names a budget's scope may not take, since the key's own entries use them.
+_RESERVED_SCOPES = frozenset({"nonce", "generation"})
+#: At most this many calls to Redis are under way at once from one limiter (a cluster client
+#: refuses more than 100 connections per node, and one connection serves one call at a time).
+MAX_CONCURRENT_CALLS = 32
+#: The generation marker and the nonce counter live this long after the last admission.
+_KEY_TTL_MS = 86_400_000
 
-def default_jitter_allowance(per_seconds: float) -> float:
-    """How much longer than ``per_seconds`` the admission window is: 5 % of it, 50..250 ms."""
-    return min(0.25, max(0.05, 0.05 * per_seconds))
 
-
-def check_jitter_allowance(value: float | None) -> float | None:
-    """``value`` if it is None or a finite number of seconds of at least 0, else ValueError."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-        math.isfinite(value) and value >= 0
-    ):
-        raise ValueError("jitter_allowance: must be a finite number of seconds, at least 0")
-    return float(value)
 # Query parameters whose values are secret (redis-py passes every query parameter on as a
 # connection argument: password, ssl_password, ...).
 _SECRET_PARAMETER = re.compile(r"pass|secret|token|auth|cred", re.IGNORECASE)
@@ -148,16 +269,76 @@ def _safe_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-class RedisLimiter:
-    """A :class:`txc_async.Limiter` whose budgets live in Redis.
+class _KeyState:
+    """What this process knows of one API key's entries: the generation it last saw, its own
+    recent anchors per budget (to write back if the store loses them), its last nonce."""
+
+    __slots__ = (
+        "anchors", "generation", "key_id", "last_nonce", "nonce_clock", "offset", "per",
+        "seen", "ttl_ms",
+    )
+
+    def __init__(self, key_id: str) -> None:
+        self.key_id = key_id
+        self.generation = ""
+        # scope -> member -> score (us on Redis's clock); only anchors within the window stay.
+        self.anchors: dict[str, dict[str, int]] = {}
+        self.per: dict[str, int] = {}
+        self.ttl_ms: dict[str, int] = {}
+        self.last_nonce: int | None = None
+        # The server-aligned clock the last nonce was drawn on.
+        self.nonce_clock: Callable[[], int] | None = None
+        # Redis's clock (s) minus this process's monotonic clock, from the last answer.
+        self.offset = 0.0
+        # When (monotonic) the store last showed this generation.
+        self.seen = -math.inf
+
+    def knows_a_loss(self) -> bool:
+        """Whether a missing generation marker now means the store lost the key's data: this
+        process saw the marker recently enough that it cannot have expired since (every
+        admission keeps it for a day). A process that never saw it, or not for that long,
+        cannot tell a loss from a first use."""
+        return bool(self.generation) and time.monotonic() - self.seen < _KEY_TTL_MS / 1000 - 5
+
+    def store_now_us(self) -> int:
+        return int((time.monotonic() + self.offset) * 1_000_000)
+
+    def prune(self) -> bool:
+        """Drop anchors that left their window; whether any is left."""
+        # A second of margin: the offset ignores the time the answer took.
+        horizon = self.store_now_us() - 1_000_000
+        left = False
+        for scope, anchors in self.anchors.items():
+            cut = horizon - self.per[scope]
+            for member in [m for m, at in anchors.items() if at <= cut]:
+                del anchors[member]
+            left = left or bool(anchors)
+        return left
+
+
+class RedisLimiter(SharedLimiter):
+    """A :class:`txc_async.Limiter` whose budgets live in Redis (``cluster=True``: a Redis
+    Cluster).
 
     Give every process that uses one API key a ``RedisLimiter`` on the same Redis and
-    ``namespace``: together they never send more than a scope's limit in any window (with the
-    same jitter allowance as :class:`txc_async.InProcessLimiter`), and they draw nonces from one
-    counter per API key, so no two processes send the same nonce. Budget keys are
-    ``{namespace}:{scope}:{key_id}`` (its pause ``…:pause``, the nonce counter
-    ``{namespace}:nonce:{key_id}``), where the key id is a hash of the server and API key; every
-    key expires once its window has passed.
+    ``namespace``: together they never let the server count more than a scope's limit in any
+    window, whatever the network delays (each request is anchored at its deadline until its
+    answer, as in :class:`txc_async.InProcessLimiter`), and signed requests draw their nonces
+    from one counter per API key on the server-aligned clock, so no two processes send the same
+    nonce. Keys (the key id is a hash of the server and API key, never the key)::
+
+        {namespace}:{<key id>}:<scope>          the budget's anchors (a sorted set)
+        {namespace}:{<key id>}:<scope>:pause    the budget's pause after a refusal
+        {namespace}:{<key id>}:nonce            the key's nonce counter
+        {namespace}:{<key id>}:generation       the marker that tells a loss of data
+
+    The braces make the key id a hash tag: a cluster keeps every key of one API key in one
+    slot. Every key expires once nothing depends on it. When the store loses its data, the
+    key's admissions hold for :data:`RESEED_GRACE` seconds while every running process writes
+    back the anchors it knows of (so does the first use of a key, which a process cannot tell
+    from a loss); requests of a process that had already ended are known to no one. The pause
+    after a refusal is shared through Redis; a learned limit stays in the process that learned
+    it.
 
     If Redis cannot be reached, :meth:`acquire` raises :class:`txc_async.TransportError` rather
     than let requests go out unlimited. A limiter belongs to one event loop (its connections
@@ -169,73 +350,92 @@ class RedisLimiter:
         url: str,
         *,
         namespace: str = "txc",
-        jitter_allowance: float | None = None,
+        cluster: bool = False,
         timeout: float = 5.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] | None = None,
     ) -> None:
         try:
             import redis.asyncio as redis_asyncio
+            from redis.asyncio.cluster import RedisCluster
         except ImportError:
             raise ImportError(
                 "RedisLimiter needs redis-py: pip install 'txc_async[redis]'"
             ) from None
-        if not isinstance(namespace, str) or not namespace or ":" in namespace:
-            raise ValueError("namespace: must be a non-empty string without ':'")
+        if (
+            not isinstance(namespace, str)
+            or not namespace
+            or any(c in namespace for c in ":{}")
+        ):
+            raise ValueError("namespace: must be a non-empty string without ':', '{' or '}'")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (
             0 < timeout < math.inf
         ):
             raise ValueError("timeout: must be a finite number of seconds greater than 0")
-        self._allowance = check_jitter_allowance(jitter_allowance)
+        super().__init__(sleep=sleep, random=random)
         self._timeout = float(timeout)
         self._safe_url = _safe_url(url)
         self._secrets = _passwords(url)
+        self._cluster = bool(cluster)
         problem: str | None = None
         try:
             # No socket_timeout: redis-py then sends through asyncio.wait_for, which on Python
             # 3.11 can swallow a cancellation; every call is bounded by asyncio.timeout instead.
-            self._redis: Redis = redis_asyncio.Redis.from_url(
-                url, socket_connect_timeout=self._timeout
-            )
+            if self._cluster:
+                self._redis: Redis | RedisCluster = RedisCluster.from_url(
+                    url, socket_connect_timeout=self._timeout
+                )
+            else:
+                self._redis = redis_asyncio.Redis.from_url(
+                    url, socket_connect_timeout=self._timeout
+                )
         except ValueError as exc:
             problem = self._scrub(str(exc))
+        except Exception as exc:  # e.g. a cluster URL that redis-py refuses
+            problem = self._scrub(f"{type(exc).__name__}: {exc}")
         if problem is not None:
             # Raised outside the except clause: redis-py's error, which may quote the URL, is
             # not kept as the context.
             raise ValueError(f"url: {problem}")
         self._namespace = namespace
-        self._sleep = sleep
-        self._random = random if random is not None else _random.random
-        self._admit: AsyncScript = self._redis.register_script(_ADMIT)
-        self._pause: AsyncScript = self._redis.register_script(_PAUSE)
-        self._turns: dict[str, FifoTurns] = {}
-        self._refusals: dict[str, RefusalState] = {}
-        # Members must be unique across every process: pid and random bits, then a counter.
+        self._admit_script: AsyncScript = self._redis.register_script(_ADMIT)
+        self._check_script: AsyncScript = self._redis.register_script(_CHECK)
+        self._reseed_script: AsyncScript = self._redis.register_script(_RESEED)
+        self._answered_script: AsyncScript = self._redis.register_script(_ANSWERED)
+        self._pause_script: AsyncScript = self._redis.register_script(_PAUSE)
+        self._keys: dict[str, _KeyState] = {}
+        # Members and generation tokens must be unique across every process: pid and random
+        # bits, then a counter.
         self._member_prefix = f"{os.getpid()}-{secrets.token_hex(6)}-"
         self._members = itertools.count()
         self._cleanups: set[asyncio.Task[None]] = set()
+        self._watcher: asyncio.Task[None] | None = None
+        self._calls: asyncio.Semaphore | None = None
 
     def __repr__(self) -> str:
-        return f"RedisLimiter({self._safe_url!r}, namespace={self._namespace!r})"
+        cluster = ", cluster=True" if self._cluster else ""
+        return f"RedisLimiter({self._safe_url!r}, namespace={self._namespace!r}{cluster})"
 
     @property
     def namespace(self) -> str:
         return self._namespace
 
+    def _key_prefix(self, key_id: str) -> str:
+        return f"{self._namespace}:{{{key_id}}}"
+
     def budget_key(self, key_id: str, scope: str) -> str:
-        """The Redis key of a budget's log; its pause key adds ``:pause``."""
-        return f"{self._namespace}:{scope}:{key_id}"
+        """The Redis key of a budget's anchors; its pause key adds ``:pause``."""
+        if not scope or ":" in scope or scope in _RESERVED_SCOPES:
+            raise ValueError(f"scope: {scope!r} cannot name a budget")
+        return f"{self._key_prefix(key_id)}:{scope}"
 
     def nonce_key(self, key_id: str) -> str:
         """The Redis key of the nonce counter every scope of one API key draws from."""
-        return f"{self._namespace}:nonce:{key_id}"
+        return f"{self._key_prefix(key_id)}:nonce"
 
-    def window(self, limit: RateLimit) -> float:
-        """The span, in seconds, in which at most ``limit.max_requests`` requests are admitted."""
-        allowance = self._allowance
-        if allowance is None:
-            allowance = default_jitter_allowance(limit.per_seconds)
-        return limit.per_seconds + allowance
+    def generation_key(self, key_id: str) -> str:
+        """The Redis key of the marker that tells this API key's entries were lost."""
+        return f"{self._key_prefix(key_id)}:generation"
 
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
@@ -244,16 +444,22 @@ class RedisLimiter:
 
     async def _run(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         from redis.exceptions import ConnectionError as RedisConnectionError
-        from redis.exceptions import RedisError
+        from redis.exceptions import RedisClusterException, RedisError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
+        calls = self._calls
+        if calls is None:
+            calls = self._calls = asyncio.Semaphore(MAX_CONCURRENT_CALLS)
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._timeout), calls:
                 return await script(keys=keys, args=args)
         except TimeoutError:
             what = "unreachable"
             detail = f"no answer within {self._timeout:g} s"
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            what = "unreachable"
+            detail = f"{type(exc).__name__}: {exc}"
+        except RedisClusterException as exc:  # no node of the cluster could be reached
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
         except (RedisError, TypeError, ValueError) as exc:
@@ -266,69 +472,121 @@ class RedisLimiter:
             may_have_reached_server=False,
         )
 
-    def try_acquire(
-        self, key_id: str, scope: str, limit: RateLimit, timeout: float
-    ) -> Admission | None:
-        """Always None: only Redis can tell whether the budget has room."""
-        return None
-
-    async def acquire(
-        self,
-        key_id: str,
-        scope: str,
-        limit: RateLimit,
-        timeout: float,
-        nonce_clock: Callable[[], int] | None = None,
-    ) -> Admission:
-        """Wait for the budget, then return the admission with the nonce to sign with: drawn in
-        Redis from one counter per API key, so processes sharing a key never send the same
-        nonce."""
-        key = self.budget_key(key_id, scope)
-        keys = [key, key + ":pause", self.nonce_key(key_id)]
-        window_us = round(self.window(limit) * 1_000_000)
-        turns = self._turns.get(key)
-        if turns is None:
-            turns = self._turns.setdefault(key, FifoTurns())
-        refusals = self._refusal_state(key, scope)
-        task = asyncio.current_task()
-        cancels = task.cancelling() if task is not None else 0
-        ticket = await turns.enter()
-        try:
-            while True:
-                local_wait = refusals.paused_until - time.monotonic()
-                if local_wait > 0:
-                    await self._sleep(local_wait)
-                    continue
-                member = f"{self._member_prefix}{next(self._members)}"
-                args = [limit.max_requests, window_us, member, MAX_NONCE_LEAD_MS]
-                asked = time.monotonic()
-                try:
-                    wait_us, nonce = await self._run(self._admit, keys, args)
-                    if task is not None and task.cancelling() > cancels:
-                        # Cancelled while Redis answered, and the cancellation got lost on
-                        # the way (a library swallowed it): honour it all the same.
-                        raise asyncio.CancelledError
-                except asyncio.CancelledError:
-                    # The script may have admitted this member before the answer came back:
-                    # give the slot back, since no request will use it.
-                    self._forget(key, member)
-                    raise
-                if int(wait_us) <= 0:
-                    return Admission(
-                        key_id, scope, limit, asked, asked + timeout, member, int(nonce)
-                    )
-                await self._sleep(int(wait_us) / 1_000_000)
-        finally:
-            turns.leave(ticket)
-
-    def _refusal_state(self, key: str, scope: str) -> RefusalState:
-        state = self._refusals.get(key)
+    def _key_state(self, key_id: str) -> _KeyState:
+        state = self._keys.get(key_id)
         if state is None:
-            state = self._refusals.setdefault(key, RefusalState(scope))
+            state = self._keys.setdefault(key_id, _KeyState(key_id))
         return state
 
-    def _forget(self, key: str, member: str) -> None:
-        self._background(self._remove(key, member))
+    def _new_token(self) -> str:
+        return f"{self._member_prefix}{next(self._members)}"
+
+    async def _admit(
+        self,
+        budget: Budget,
+        limit: RateLimit,
+        cap: int,
+        timeout: float,
+        nonce_clock: Callable[[], int] | None,
+    ) -> Admission | Verdict:
+        key_id, scope = budget.key_id, budget.scope
+        state = self._key_state(key_id)
+        key = self.budget_key(key_id, scope)
+        keys = [key, key + ":pause", self.nonce_key(key_id), self.generation_key(key_id)]
+        per_us = round(limit.per_seconds * 1_000_000)
+        timeout_us = math.ceil(timeout * 1_000_000)
+        ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
+        member = self._new_token()
+        grace_us = round(RESEED_GRACE * 1_000_000)
+        clock_ms = "" if nonce_clock is None else str(int(nonce_clock()))
+        args = [
+            cap, per_us, timeout_us, member, state.generation, self._new_token(), grace_us,
+            clock_ms, MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS, ttl_ms, max(_KEY_TTL_MS, ttl_ms),
+            int(state.knows_a_loss()),
+        ]
+        task = asyncio.current_task()
+        cancels = task.cancelling() if task is not None else 0
+        try:
+            status, value, extra, generation = await self._run(self._admit_script, keys, args)
+            if task is not None and task.cancelling() > cancels:
+                # Cancelled while Redis answered, and the cancellation got lost on the way (a
+                # library swallowed it): honour it all the same.
+                raise asyncio.CancelledError
+        except asyncio.CancelledError:
+            # The script may have admitted this member before the answer came back: give the
+            # slot back, since no request will use it.
+            self._background(self._remove(key, member))
+            raise
+        status, value, extra = int(status), int(value), int(extra)
+        generation = generation.decode() if isinstance(generation, bytes) else str(generation)
+        if status == 0 or status == 2:
+            state.offset = value / 1_000_000 - time.monotonic()
+            state.seen = time.monotonic()
+        if status == 2:
+            await self._reseed(state, generation)
+            return Verdict(0.0, False)
+        if status == 1:
+            state.seen = time.monotonic()
+            return Verdict(value / 1_000_000, bool(extra))
+        state.per[scope] = per_us
+        state.ttl_ms[scope] = ttl_ms
+        state.anchors.setdefault(scope, {})[member] = value + timeout_us
+        nonce: int | None = None
+        if nonce_clock is not None:
+            nonce = state.last_nonce = extra
+            state.nonce_clock = nonce_clock
+        self._watch()
+        return Admission(
+            key_id, scope, limit, 0.0, (value + timeout_us) / 1_000_000, Entry(budget, member),
+            nonce,
+        )
+
+    async def _reseed(self, state: _KeyState, generation: str) -> None:
+        """Write this process's anchors of ``state``'s key back into ``generation``."""
+        state.prune()
+        scopes = [scope for scope, anchors in state.anchors.items() if anchors]
+        keys = [self.generation_key(state.key_id), self.nonce_key(state.key_id)]
+        keys += [self.budget_key(state.key_id, scope) for scope in scopes]
+        # The counter must stay past every nonce this process drew; and when the marker says
+        # the store lost data, past what any process may have drawn (at most the lead ahead).
+        floor = state.last_nonce
+        if generation.endswith("/1") and state.nonce_clock is not None:
+            floor = max(floor or 0, int(state.nonce_clock()) + MAX_NONCE_LEAD_MS)
+        args: list[Any] = [generation, "" if floor is None else floor, _KEY_TTL_MS]
+        for scope in scopes:
+            anchors = state.anchors[scope]
+            args += [state.ttl_ms[scope], len(anchors)]
+            for member, at in anchors.items():
+                args += [member, at]
+        if await self._run(self._reseed_script, keys, args):
+            state.generation = generation
+
+    def _watch(self) -> None:
+        watcher = self._watcher
+        if watcher is None or watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_generations())
+
+    async def _watch_generations(self) -> None:
+        """While this process has anchors in a window, look at the generation markers, and
+        write the anchors back as soon as the store lost them."""
+        grace_us = round(RESEED_GRACE * 1_000_000)
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL)
+            active = [state for state in list(self._keys.values()) if state.prune()]
+            if not active:
+                return
+            for state in active:
+                keys = [self.generation_key(state.key_id)]
+                with contextlib.suppress(TransportError):
+                    found = await self._run(
+                        self._check_script, keys,
+                        [self._new_token(), grace_us, _KEY_TTL_MS, int(state.knows_a_loss())],
+                    )
+                    generation = found.decode() if isinstance(found, bytes) else str(found)
+                    if generation == state.generation:
+                        state.seen = time.monotonic()
+                    else:
+                        await self._reseed(state, generation)
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> None:
         try:
@@ -341,47 +599,55 @@ class RedisLimiter:
 
     @staticmethod
     async def _quietly(work: Coroutine[Any, Any, Any]) -> None:
-        # On failure Redis keeps the safer state: the entry stays until its window passes.
+        # On failure Redis keeps the safer state: the anchor stays at its deadline.
         with contextlib.suppress(TransportError):
             await work
 
-    async def _remove(self, key: str, member: str) -> None:
+    async def _remove(self, key: str, member: str, budget: Budget | None = None) -> None:
         from redis.exceptions import RedisError
 
-        # On failure the entry simply expires with the window.
+        # On failure the anchor simply expires with the window.
+        calls = self._calls or asyncio.Semaphore(MAX_CONCURRENT_CALLS)
+        self._calls = calls
         with contextlib.suppress(RedisError, OSError):
-            await self._redis.zrem(key, member)
+            async with asyncio.timeout(self._timeout), calls:
+                await self._redis.zrem(key, member)
+        if budget is not None:
+            budget.wake_head()
 
-    def settle(
-        self, admission: Admission, outcome: Outcome, retry_after: float | None = None
-    ) -> float:
-        """Record how an admitted request ended; a rate-limit refusal pauses the budget for
-        every process sharing it. Returns the pause in seconds (0 unless rate-limited)."""
+    async def _answered(self, admission: Admission, key: str, member: str) -> None:
+        now_us = int(await self._run(self._answered_script, [key], [member]))
+        anchors = self._key_state(admission.key_id).anchors.get(admission.scope, {})
+        if anchors.get(member, -1) > now_us:
+            anchors[member] = now_us
+        entry = admission.token
+        assert isinstance(entry, Entry)
+        entry.budget.wake_head()
+
+    def _record(self, admission: Admission, outcome: Outcome, pause: float) -> None:
+        entry = admission.token
+        assert isinstance(entry, Entry) and isinstance(entry.ident, str)
+        member = entry.ident
         key = self.budget_key(admission.key_id, admission.scope)
-        refusals = self._refusal_state(key, admission.scope)
-        now = time.monotonic()
-        if outcome is Outcome.NOT_SENT and isinstance(admission.token, str):
-            self._forget(key, admission.token)
-        elif outcome is Outcome.ANSWERED:
-            refusals.on_accepted(admission.admitted, now, admission.limit)
-        elif outcome is Outcome.RATE_LIMITED:
-            pause = refusals.on_refused(
-                admission.admitted, now, admission.limit, retry_after, self._random
-            )
+        if outcome is Outcome.NOT_SENT:
+            self._key_state(admission.key_id).anchors.get(admission.scope, {}).pop(member, None)
+            self._background(self._remove(key, member, entry.budget))
+        elif outcome is not Outcome.NO_ANSWER:
+            # It arrived before its answer: that moment is the latest it counts from. Until
+            # Redis has it, the deadline stands (the safe value).
+            self._background(self._answered(admission, key, member))
             if pause > 0:
                 self._background(
-                    self._run(self._pause, [key + ":pause"], [max(1, round(pause * 1000))])
+                    self._run(self._pause_script, [key + ":pause"], [max(1, round(pause * 1000))])
                 )
-            return pause
-        return 0.0
-
-    def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
-        """``limit``, or the lower limit this process learned from the server's refusals."""
-        state = self._refusals.get(self.budget_key(key_id, scope))
-        return limit if state is None else state.effective(limit, time.monotonic())
 
     async def aclose(self) -> None:
-        """Close the connections to Redis (after giving back slots of cancelled waiters)."""
+        """Close the connections to Redis (after the answers and give-backs under way land)."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         if self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)
         await self._redis.aclose()

@@ -38,7 +38,7 @@ from ._export import (
     backfill_to_stream,
     format_moment,
 )
-from ._limiter_url import limiter_from_url
+from ._limiter_url import check_limiter_url, default_limiter_url, limiter_from_url
 from ._ratelimit import Limiter
 from ._validate import ACCOUNT_NAME, ACCOUNT_NAME_RULE
 
@@ -142,7 +142,7 @@ def _account(text: str) -> str:
 
 def _limiter(text: str) -> str:
     try:
-        limiter_from_url(text)
+        check_limiter_url(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -192,9 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--concurrency", type=_concurrency, default=8,
                           help="pieces walked at once")
     backfill.add_argument(
-        "--limiter", type=_limiter, default=os.environ.get("TXC_LIMITER") or "memory://",
-        help="where rate-limit budgets live: memory:// or redis://host:port/db, shared by every "
-        "process using it (environment: TXC_LIMITER)",
+        "--limiter", type=_limiter, default=os.environ.get("TXC_LIMITER") or default_limiter_url(),
+        help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
+        "(every process of this machine), redis://host:port/db (every machine) or memory:// "
+        "(this run only) (environment: TXC_LIMITER)",
     )
     backfill.add_argument(
         "--shard", type=_shard, default=(1, 1), metavar="I/N",

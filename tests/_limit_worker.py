@@ -1,0 +1,103 @@
+"""A sender process for the shared-limiter tests and the benchmark: it takes its budget from a
+limiter shared through a store, then posts to an arrival-recording server, and tells the limiter
+how each request ended.
+
+    python -m tests._limit_worker STORE HIT_URL COUNT MAX_REQUESTS PER_SECONDS SEED [--wait-go]
+        [--linger]
+
+``STORE`` is ``sqlite:PATH``, ``redis:URL:NAMESPACE``, ``redis-cluster:URL:NAMESPACE`` or
+``memory:`` (an in-process limiter, forgotten when the process ends). It prints
+``ready`` once connected (and with ``--wait-go`` waits for a line on stdin before sending), then
+``sent N`` after each request answered, then ``done`` (and with ``--linger`` stays, its limiter
+open, until stdin closes). While the store cannot be reached (restarting, say) it asks again
+every 50 ms; it exits 0 once every request was answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import time
+
+import aiohttp
+
+from txc_async import (
+    InProcessLimiter,
+    Limiter,
+    Outcome,
+    RateLimit,
+    RedisLimiter,
+    SQLiteLimiter,
+    TransportError,
+)
+
+
+def open_store(spec: str) -> Limiter:
+    kind, _, rest = spec.partition(":")
+    if kind == "memory":
+        return InProcessLimiter()
+    if kind == "sqlite":
+        return SQLiteLimiter(rest)
+    url, _, namespace = rest.rpartition(":")
+    return RedisLimiter(url, namespace=namespace, cluster=kind == "redis-cluster")
+
+
+def nonce_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def send(
+    limiter: Limiter, hit_url: str, count: int, limit: RateLimit, seed: int, concurrency: int = 50
+) -> None:
+    rng = random.Random(seed)
+    left = iter(range(count))
+    sent = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def one() -> None:
+            nonlocal sent
+            for _ in left:
+                while True:
+                    try:
+                        admission = await limiter.acquire(
+                            "worker-key", "main_balance", limit, 5.0, nonce_clock
+                        )
+                    except TransportError:  # the store is away for a moment
+                        await asyncio.sleep(0.05)
+                        continue
+                    break
+                try:
+                    await asyncio.sleep(rng.uniform(0, 0.02))  # an uneven network
+                    async with session.post(hit_url) as answer:
+                        await answer.read()
+                except BaseException:
+                    limiter.settle(admission, Outcome.NO_ANSWER)
+                    raise
+                limiter.settle(admission, Outcome.ANSWERED)
+                sent += 1
+                print(f"sent {sent}", flush=True)
+
+        await asyncio.gather(*(one() for _ in range(concurrency)))
+
+
+async def main(argv: list[str]) -> None:
+    spec, hit_url, count, n, per, seed = argv[:6]
+    limiter = open_store(spec)
+    try:
+        warm = await limiter.acquire("warm-up", "public", RateLimit(10**6, 1), 5.0)
+        limiter.settle(warm, Outcome.ANSWERED)
+        print("ready", flush=True)
+        if "--wait-go" in argv:
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        await send(limiter, hit_url, int(count), RateLimit(int(n), float(per)), int(seed))
+        print("done", flush=True)
+        if "--linger" in argv:
+            # Stay until stdin closes: the limiter stays open and keeps what it sent.
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    finally:
+        await limiter.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

@@ -1,0 +1,286 @@
+"""Budgets, pauses and nonce counters in one SQLite file, shared by every process of one machine.
+
+Each budget is a set of anchors, one per request: the latest moment it could have reached the
+server (its deadline while in flight, then its answer), on the wall clock (``time.time()``), which
+every process of the machine shares. A short ``BEGIN IMMEDIATE`` transaction admits a request
+while fewer than ``max_requests`` anchors lie in the last ``per_seconds`` and draws the nonce from
+the key's counter, so a process started right after another continues within the same windows.
+
+The calls run on the event loop's thread, without a worker thread. Measured on a 2-core
+machine with a budget of 1,000 per 10 s filled to 999 anchors: an admission takes 0.14 ms
+(median; WAL, ``synchronous=NORMAL``, so no disk flush per commit), a settle 0.02 ms, while
+handing a call to a thread and back costs 0.08 ms by itself; one call in a hundred takes a few
+milliseconds (SQLite's automatic WAL checkpoint). Only when another process holds the write lock
+does a call wait for it (the busy timeout), as long as that process's own short transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from ._backoff import MAX_PAUSE
+from ._errors import TransportError
+from ._ratelimit import Admission, Outcome, RateLimit
+from ._redis_limiter import NONCE_WINDOW_MS
+from ._shared_limiter import Budget, Entry, SharedLimiter, Verdict
+from ._signing import MAX_NONCE_LEAD_MS
+
+__all__ = ["SQLiteLimiter"]
+
+#: Anchors older than this (seconds) belong to no window any more; every 1,024 admissions, a
+#: limiter removes them whatever their budget (a budget's own are removed at each admission).
+_SWEEP_AFTER = 86_400.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS anchors (
+    id INTEGER PRIMARY KEY,
+    key_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    at REAL NOT NULL,      -- deadline while in flight, then the answer time (time.time())
+    span REAL NOT NULL     -- the request's timeout, seconds
+);
+CREATE INDEX IF NOT EXISTS anchors_by_budget ON anchors (key_id, scope, at);
+CREATE TABLE IF NOT EXISTS pauses (
+    key_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    until REAL NOT NULL,
+    PRIMARY KEY (key_id, scope)
+);
+CREATE TABLE IF NOT EXISTS nonces (
+    key_id TEXT PRIMARY KEY,
+    last INTEGER NOT NULL  -- milliseconds on the server-aligned clock
+);
+"""
+
+
+class SQLiteLimiter(SharedLimiter):
+    """A :class:`txc_async.Limiter` whose budgets live in one SQLite file, shared by every
+    process of one machine that opens the same ``path``.
+
+    The processes together never let the server count more than a scope's limit in any window,
+    whatever the network delays (each request is anchored at its deadline until its answer, as
+    in :class:`txc_async.InProcessLimiter`), and a process started right after another (a
+    backfill interrupted and rerun) continues within the same windows. Signed requests draw their
+    nonces from one counter per API key in the file, on the server-aligned clock. The pause after
+    a refusal is shared; a learned limit stays in the process that learned it.
+
+    Time is the wall clock, which the machine's processes share. If it steps back, anchors then
+    lying further ahead than a window plus their request's timeout are dropped (they cannot be
+    real); if it steps forward, the windows it skips count as past. Waiters of one process are
+    served first-in-first-out. The file is created (with its folder) if missing; it holds no
+    secret, only key ids (hashes). ``busy_timeout`` bounds the wait for another process's
+    transaction; past it, :meth:`acquire` raises :class:`txc_async.TransportError` rather than
+    let requests go out unlimited.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 5.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        random: Callable[[], float] | None = None,
+    ) -> None:
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or not (
+            0 < busy_timeout < math.inf
+        ):
+            raise ValueError("busy_timeout: must be a finite number of seconds greater than 0")
+        super().__init__(sleep=sleep, random=random)
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        self._admissions = 0
+        try:
+            if str(path) != ":memory:":
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._db: sqlite3.Connection | None = sqlite3.connect(
+                str(path), timeout=float(busy_timeout), isolation_level=None,
+                check_same_thread=False,
+            )
+            db = self._db
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise ValueError(f"path: cannot open {str(path)!r} as a SQLite file: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"SQLiteLimiter({str(self._path)!r})"
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self)
+
+    def _fail(self, exc: sqlite3.Error) -> TransportError:
+        return TransportError(
+            f"rate-limit store failed: {str(self._path)!r}: {type(exc).__name__}: {exc}",
+            may_have_reached_server=False,
+        )
+
+    async def _admit(
+        self,
+        budget: Budget,
+        limit: RateLimit,
+        cap: int,
+        timeout: float,
+        nonce_clock: Callable[[], int] | None,
+    ) -> Admission | Verdict:
+        key_id, scope = budget.key_id, budget.scope
+        per = limit.per_seconds
+        clock_ms = None if nonce_clock is None else int(nonce_clock())
+        with self._transaction() as cursor:
+            now = time.time()
+            # Anchors out of the window go; so do anchors further ahead than any request could
+            # have put them (the wall clock stepped back).
+            cursor.execute(
+                "DELETE FROM anchors WHERE key_id = ? AND scope = ? AND (at <= ? OR at > ? + span)",
+                (key_id, scope, now - per, now + per),
+            )
+            row = cursor.execute(
+                "SELECT until FROM pauses WHERE key_id = ? AND scope = ?", (key_id, scope)
+            ).fetchone()
+            if row is not None:
+                # A pause further ahead than any pause can be: the wall clock stepped back.
+                if now < row[0] <= now + MAX_PAUSE + 1:
+                    return Verdict(row[0] - now, False)
+                cursor.execute(
+                    "DELETE FROM pauses WHERE key_id = ? AND scope = ?", (key_id, scope)
+                )
+            row = cursor.execute(
+                "SELECT at FROM anchors WHERE key_id = ? AND scope = ? "
+                "ORDER BY at DESC LIMIT 1 OFFSET ?",
+                (key_id, scope, cap - 1),
+            ).fetchone()
+            if row is not None:
+                # The cap-th latest anchor must leave the window first.
+                at = row[0]
+                return Verdict(max(at + per - now, 1e-6), at > now)
+            nonce: int | None = None
+            if clock_ms is not None:
+                row = cursor.execute(
+                    "SELECT last FROM nonces WHERE key_id = ?", (key_id,)
+                ).fetchone()
+                last = 0 if row is None else int(row[0])
+                if last > clock_ms + NONCE_WINDOW_MS:
+                    # Far ahead of the clock (a clock stepped back, or it ran fast when those
+                    # nonces were drawn): come back to the edge of the service's window. Every
+                    # nonce the service ever accepted lay within the window of its clock, which
+                    # has only moved forward since, so none lies beyond that edge; values past
+                    # it were refused and never used, and new ones start after it.
+                    last = clock_ms + NONCE_WINDOW_MS
+                    self._set_nonce(cursor, key_id, last)
+                nonce = max(clock_ms, last + 1)
+                if nonce - clock_ms > MAX_NONCE_LEAD_MS:
+                    return Verdict((nonce - clock_ms - MAX_NONCE_LEAD_MS) / 1000, False)
+                self._set_nonce(cursor, key_id, nonce)
+            deadline = now + timeout
+            cursor.execute(
+                "INSERT INTO anchors (key_id, scope, at, span) VALUES (?, ?, ?, ?)",
+                (key_id, scope, deadline, timeout),
+            )
+            ident = cursor.lastrowid
+            self._admissions += 1
+            if self._admissions % 1024 == 0:
+                # Budgets no longer used keep their last anchors until someone sweeps them.
+                cursor.execute("DELETE FROM anchors WHERE at <= ?", (now - _SWEEP_AFTER,))
+                cursor.execute("DELETE FROM pauses WHERE until <= ?", (now,))
+        return Admission(key_id, scope, limit, 0.0, deadline, Entry(budget, ident), nonce)
+
+    @staticmethod
+    def _set_nonce(cursor: sqlite3.Cursor, key_id: str, value: int) -> None:
+        cursor.execute(
+            "INSERT INTO nonces (key_id, last) VALUES (?, ?) "
+            "ON CONFLICT (key_id) DO UPDATE SET last = excluded.last",
+            (key_id, value),
+        )
+
+    def _record(self, admission: Admission, outcome: Outcome, pause: float) -> None:
+        if outcome is Outcome.NO_ANSWER:
+            return  # it may still arrive until its deadline, which stays
+        entry = admission.token
+        assert isinstance(entry, Entry)
+        try:
+            with self._transaction() as cursor:
+                now = time.time()
+                if outcome is Outcome.NOT_SENT:
+                    cursor.execute("DELETE FROM anchors WHERE id = ?", (entry.ident,))
+                else:
+                    # It arrived before its answer: that moment is the latest it counts from.
+                    cursor.execute(
+                        "UPDATE anchors SET at = ? WHERE id = ? AND at > ?",
+                        (now, entry.ident, now),
+                    )
+                if pause > 0:
+                    cursor.execute(
+                        "INSERT INTO pauses (key_id, scope, until) VALUES (?, ?, ?) "
+                        "ON CONFLICT (key_id, scope) DO UPDATE SET until = "
+                        "max(until, excluded.until)",
+                        (admission.key_id, admission.scope, now + pause),
+                    )
+        except TransportError:
+            # The store keeps the safer state: the anchor stays at its deadline.
+            pass
+        entry.budget.wake_head()
+
+    async def aclose(self) -> None:
+        """Close the file. Its budgets stay for the next process."""
+        with self._lock:
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
+
+
+class _Transaction:
+    """``with limiter._transaction() as cursor``: one ``BEGIN IMMEDIATE`` transaction, committed
+    on success and rolled back on error; SQLite errors become :class:`TransportError`."""
+
+    __slots__ = ("_cursor", "_limiter")
+
+    def __init__(self, limiter: SQLiteLimiter) -> None:
+        self._limiter = limiter
+        self._cursor: sqlite3.Cursor | None = None
+
+    def __enter__(self) -> sqlite3.Cursor:
+        limiter = self._limiter
+        limiter._lock.acquire()
+        try:
+            db = limiter._db
+            if db is None:
+                raise TransportError(
+                    f"rate-limit store closed: {str(limiter._path)!r}",
+                    may_have_reached_server=False,
+                )
+            self._cursor = db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            limiter._lock.release()
+            raise limiter._fail(exc) from None
+        except BaseException:
+            limiter._lock.release()
+            raise
+        return self._cursor
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
+        limiter = self._limiter
+        db = limiter._db
+        try:
+            if db is not None:
+                if exc is None:
+                    db.execute("COMMIT")
+                else:
+                    db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            if exc is None:
+                raise limiter._fail(error) from None
+        finally:
+            limiter._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise limiter._fail(exc) from None
