@@ -1,0 +1,99 @@
+"""The command line keeps its budgets in a SQLite file by default, so runs on one machine share
+the windows: a rerun right after Ctrl-C, and two backfills at once, get no refusal at a strict
+server (the sandbox refuses past its documented limit, 1000 per 10 s, in any sliding window)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from txc_async import RateLimit
+from txc_async.sandbox import Sandbox
+
+LIMIT = RateLimit(1000, 10.0)  # the documented limit of the rewards scope, on both sides
+REWARDS = "/api/v4/mining/rewards"
+
+
+async def _start(
+    box: Sandbox, cache: Path, out: Path, limiter: str | None = None
+) -> asyncio.subprocess.Process:
+    """A backfill in its own process; without ``limiter``, the command line's default."""
+    env = os.environ | {
+        "TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key, "TXC_API_SECRET": box.api_secret,
+        "XDG_CACHE_HOME": str(cache),
+    }
+    env.pop("TXC_LIMITER", None)
+    if limiter is not None:
+        env["TXC_LIMITER"] = limiter
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", "backfill-rewards", "--start", "2024-01-01",
+        "--end", "2024-12-31", "--out", str(out), "--concurrency", "4",
+        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+
+
+def _sandbox() -> Sandbox:
+    # 300 accounts: a year is about 1,150 requests, more than one window's budget.
+    return Sandbox(mining_accounts=300)
+
+
+async def _until_sent(box: Sandbox, count: int) -> None:
+    """Wait until the server has received ``count`` reward queries (looked at every 50 ms, for
+    at most 20 s)."""
+    for _ in range(400):
+        if box.stats.received[REWARDS] >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"only {box.stats.received[REWARDS]} queries arrived in 20 s")
+
+
+async def test_a_rerun_right_after_ctrl_c_gets_no_refusal(tmp_path: Path) -> None:
+    out = tmp_path / "rewards.jsonl"
+    async with _sandbox() as box:
+        first = await _start(box, tmp_path / "cache", out)
+        await _until_sent(box, 800)  # most of the window's budget is spent
+        first.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(first.communicate(), timeout=30)
+        assert first.returncode == 130, err.decode()
+        second = await _start(box, tmp_path / "cache", out)  # at once
+        await asyncio.sleep(3.0)
+        second.send_signal(signal.SIGINT)
+        await asyncio.wait_for(second.communicate(), timeout=30)
+        assert box.stats.rate_limited == 0
+        assert box.stats.max_in_window("mining_rewards", LIMIT.per_seconds) <= LIMIT.max_requests
+    assert (tmp_path / "cache" / "txc_async" / "budgets.sqlite3").exists()
+
+
+async def test_two_backfills_at_once_get_no_refusal(tmp_path: Path) -> None:
+    async with _sandbox() as box:
+        runs = [await _start(box, tmp_path / "cache", tmp_path / f"out{i}.jsonl")
+                for i in range(2)]
+        await _until_sent(box, 1000)  # the window's budget is spent between them
+        await asyncio.sleep(1.0)
+        for run in runs:
+            run.send_signal(signal.SIGINT)
+        for run in runs:
+            await asyncio.wait_for(run.communicate(), timeout=30)
+        assert box.stats.rate_limited == 0
+        assert box.stats.max_in_window("mining_rewards", LIMIT.per_seconds) <= LIMIT.max_requests
+        # Both really ran: together they sent about the budget of the windows that passed.
+        assert box.stats.received[REWARDS] >= LIMIT.max_requests
+
+
+async def test_without_a_shared_file_the_same_rerun_is_refused(tmp_path: Path) -> None:
+    # The same rerun with memory:// (each process its own budget): the strict server refuses.
+    # This is what the SQLite default prevents, and what shows this test can fail.
+    out = tmp_path / "rewards.jsonl"
+    async with _sandbox() as box:
+        first = await _start(box, tmp_path / "cache", out, "memory://")
+        await _until_sent(box, 800)
+        first.send_signal(signal.SIGINT)
+        await asyncio.wait_for(first.communicate(), timeout=30)
+        second = await _start(box, tmp_path / "cache", out, "memory://")
+        await asyncio.sleep(3.0)
+        second.send_signal(signal.SIGINT)
+        await asyncio.wait_for(second.communicate(), timeout=30)
+        assert box.stats.rate_limited > 0
