@@ -74,6 +74,7 @@ class AiohttpTransport:
         self.max_answer_bytes = max_answer_bytes
         self._session = session
         self._max_connections = max_connections
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._owns_session = session is None
         self._verify_tls = verify_tls
         self._closed = False
@@ -102,7 +103,13 @@ class AiohttpTransport:
         timeout: float,
     ) -> RawResponse:
         session = self._get_session()
-        client_timeout = aiohttp.ClientTimeout(total=timeout)
+        # The pipeline passes whole milliseconds, so the same few values come back: one object
+        # each (the cache is emptied past 64 values).
+        client_timeout = self._timeouts.get(timeout)
+        if client_timeout is None:
+            if len(self._timeouts) >= 64:
+                self._timeouts.clear()
+            client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
         failure: TransportError
         try:
             async with session.request(
