@@ -22,7 +22,7 @@ def main() -> None:
     quick = parser.parse_args().quick
     began = time.monotonic()
     for title, run in (
-        ("per-call cost", lambda: asyncio.run(percall.main(quick))),
+        ("per-call cost", lambda: percall.main(quick)),
         ("decode throughput", lambda: decode.main(quick)),
         ("backfill throughput and memory", lambda: asyncio.run(backfill.main(quick))),
         ("rate limits", lambda: asyncio.run(ratelimit.main(quick))),
