@@ -11,7 +11,7 @@ import math
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -327,10 +327,12 @@ class Client:
         auth = "signed" if self._pipeline.signer is not None else "public only"
         return f"Client(base_url={self.base_url!r}, {auth})"
 
-    async def _call(self, op: Operation[R], params: Mapping[str, Any]) -> R:
+    def _call(self, op: Operation[R], params: Mapping[str, Any]) -> Coroutine[Any, Any, R]:
+        # Not a coroutine itself: the method awaits the pipeline's directly, one level fewer to
+        # resume on every wake-up of the exchange.
         if self._closed:
             raise TransportError("the client is closed", may_have_reached_server=False)
-        return await self._pipeline.call(op, params, self._timeout, self._retry)
+        return self._pipeline.call(op, params, self._timeout, self._retry)
 
     # -- operations -------------------------------------------------------------------------
 
@@ -352,14 +354,23 @@ class Client:
         offset: int = 0,
     ) -> InvestmentsPage:
         """One page of the fixed-lending investments (B2B partner keys only)."""
-        return await self._call(
-            INVESTMENTS,
+        params = (
             _investment_filters(id=id, ticker=ticker, status=status)
-            | {
-                "limit": check_int_range("limit", limit, 1, _PAGE_LIMIT),
-                "offset": check_int_range("offset", offset, 0, _MAX_OFFSET),
-            },
+            if id is not None or ticker is not None or status is not None
+            else {}
         )
+        # The usual integers pass with two comparisons; anything else gets the full check.
+        params["limit"] = (
+            limit
+            if type(limit) is int and 1 <= limit <= _PAGE_LIMIT
+            else check_int_range("limit", limit, 1, _PAGE_LIMIT)
+        )
+        params["offset"] = (
+            offset
+            if type(offset) is int and 0 <= offset <= _MAX_OFFSET
+            else check_int_range("offset", offset, 0, _MAX_OFFSET)
+        )
+        return await self._call(INVESTMENTS, params)
 
     async def iter_investments_history(
         self,

@@ -25,7 +25,7 @@ from ._ratelimit import Limiter, Outcome, RateLimit
 from ._retry import RetryPolicy
 from ._signing import Signer
 from ._stats import ClientStats
-from ._transport import Transport
+from ._transport import RawResponse, Transport
 from ._version import __version__
 
 __all__ = ["Pipeline", "RequestRecord", "default_user_agent"]
@@ -35,6 +35,14 @@ logger = logging.getLogger("txc_async")
 R = TypeVar("R")
 
 _monotonic = time.monotonic
+_current_task = asyncio.current_task
+_debug_enabled = logger.isEnabledFor
+_SIGNED = Auth.SIGNED
+_FORM = Auth.FORM
+_ANSWERED = Outcome.ANSWERED
+_RATE_LIMITED = Outcome.RATE_LIMITED
+_NOT_SENT = Outcome.NOT_SENT
+_NO_ANSWER = Outcome.NO_ANSWER
 
 
 def default_user_agent() -> str:
@@ -147,11 +155,17 @@ class Pipeline:
         error: str | None,
         waited: float,
         elapsed: float,
-        sent: int,
-        received: int,
+        body: bytes | None,
+        raw: RawResponse | None,
         retried: bool,
     ) -> None:
-        if logger.isEnabledFor(logging.DEBUG):
+        hook = self.on_request
+        debug = _debug_enabled(logging.DEBUG)
+        if hook is None and not debug:
+            return
+        sent = len(body) if body else 0
+        received = len(raw.body) if raw is not None else 0
+        if debug:
             logger.debug(
                 "%s [%s] attempt %d: %s in %.1f ms, sent %d B, received %d B, "
                 "budget wait %.1f ms%s",
@@ -160,7 +174,6 @@ class Pipeline:
                 elapsed * 1000, sent, received, waited * 1000,
                 f", {error}" + ("; retrying" if retried else "") if error else "",
             )
-        hook = self.on_request
         if hook is not None:
             record = RequestRecord(
                 op.name, op.scope, attempt, status, error, waited, elapsed, sent, received,
@@ -179,16 +192,161 @@ class Pipeline:
         timeout: float,
         retry: RetryPolicy,
     ) -> R:
-        """Run ``op`` to its result or its error, retrying as ``retry`` allows."""
+        """Run ``op`` to its result or its error, retrying as ``retry`` allows.
+
+        One coroutine runs every attempt: each level of ``await`` between the caller and the
+        transport is resumed on every wake-up of the exchange, so the loop is not split in two.
+        """
         if self.closed:
             raise TransportError("the client is closed", may_have_reached_server=False)
-        task = asyncio.current_task()
+        signer = self.signer
+        signed = op.auth is _SIGNED
+        if signed and signer is None:
+            from ._errors import InvalidParameterError
+
+            raise InvalidParameterError(
+                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
+            )
+        task = _current_task()
         if task is None:  # pragma: no cover - a coroutine always runs in a task under asyncio
             raise RuntimeError("txc_async calls must run in an asyncio task")
+        # Calls under way, so that close() can end them at once instead of leaving them waiting.
         calls = self.calls
         calls.add(task)
+        limiter = self.limiter
+        key_id = self.key_id
+        scope = op.scope
+        limit = self.rate_limits[scope]
+        url = self.urls[op.name]
+        stats = self.stats
+        transport = self.transport
+        attempt = failures = rate_limited = nonce_refused = 0
+        headers: Mapping[str, str]
+        body: bytes | None
         try:
-            return await self._attempts(op, params, timeout, retry)
+            while True:
+                attempt += 1
+                waited = 0.0
+                admission = limiter.try_acquire(key_id, scope, limit, timeout)
+                if admission is None:
+                    began = _monotonic()
+                    admission = await limiter.acquire(key_id, scope, limit, timeout)
+                    waited = _monotonic() - began
+                if self.closed:
+                    limiter.settle(admission, _NOT_SENT)
+                    raise TransportError("the client is closed", may_have_reached_server=False)
+                if signed and signer is not None:
+                    nonce = admission.nonce
+                    if nonce is None:
+                        # Drawn after the budget admits the request, so it is fresh when it
+                        # leaves.
+                        nonces = signer.nonces
+                        nonce = nonces.try_next()
+                        if nonce is None:
+                            try:
+                                nonce = await nonces.next()
+                            except BaseException:
+                                limiter.settle(admission, _NOT_SENT)
+                                raise
+                    body, signed_headers = signer.sign(op.path, params, nonce)
+                    signed_headers["User-Agent"] = self.user_agent
+                    request_url, headers = url, signed_headers
+                else:
+                    request_url, headers, body = self._request(op, params, url)
+                stats.requests += 1
+                stats.by_scope[scope] += 1
+                sent = _monotonic()
+                # The request must not arrive after the deadline its budget counts it until;
+                # whole milliseconds, rounded down, so that equal timeouts repeat exactly.
+                remaining = (admission.local_deadline - sent) // 0.001 * 0.001
+                try:
+                    raw = await transport.send(
+                        op.method, request_url, headers=headers, body=body,
+                        timeout=remaining if remaining > 0.001 else 0.001,
+                    )
+                except TransportError as exc:
+                    elapsed = _monotonic() - sent
+                    limiter.settle(
+                        admission,
+                        _NO_ANSWER if exc.may_have_reached_server else _NOT_SENT,
+                    )
+                    again = (
+                        not self.closed
+                        and failures < retry.max_retries
+                        and (op.retry_safe or not exc.may_have_reached_server)
+                    )
+                    self._record(
+                        op, attempt, exc.status, _error_kind(exc), waited, elapsed, body, None,
+                        again,
+                    )
+                    if not again:
+                        raise
+                    delay = retry.backoff(failures)
+                    failures += 1
+                    stats.retries += 1
+                    await asyncio.sleep(delay)
+                    continue
+                except BaseException:
+                    # Cancelled in flight: it may still arrive until its deadline.
+                    limiter.settle(admission, _NO_ANSWER)
+                    raise
+                elapsed = _monotonic() - sent
+                try:
+                    result = decode_answer(raw, op.decode)
+                except RateLimited as signal:
+                    again = rate_limited < retry.max_rate_limit_retries
+                    pause = limiter.settle(admission, _RATE_LIMITED, signal.error.retry_after)
+                    self._record(
+                        op, attempt, raw.status, "rate_limited", waited, elapsed, body, raw,
+                        again,
+                    )
+                    if not again:
+                        raise signal.error from None
+                    rate_limited += 1
+                    stats.rate_limit_refusals += 1
+                    logger.debug("%s: scope %r pauses %.2f s", op.name, scope, pause)
+                    # The budget holds the pause: the next attempt waits for it in acquire.
+                    continue
+                except NonceRefused as signal:
+                    limiter.settle(admission, _ANSWERED)
+                    again = nonce_refused < retry.max_nonce_retries
+                    self._record(
+                        op, attempt, raw.status, "nonce_refused", waited, elapsed, body, raw,
+                        again,
+                    )
+                    if not again:
+                        raise signal.error from None
+                    nonce_refused += 1
+                    stats.nonce_refusals += 1
+                    continue
+                except TransportError as exc:
+                    limiter.settle(admission, _ANSWERED)
+                    # The server answered, so the request reached it: only reads go again.
+                    again = op.retry_safe and failures < retry.max_retries
+                    self._record(
+                        op, attempt, raw.status, _error_kind(exc), waited, elapsed, body, raw,
+                        again,
+                    )
+                    if not again:
+                        raise
+                    delay = retry.backoff(failures, parse_retry_after(raw.headers))
+                    failures += 1
+                    stats.retries += 1
+                    await asyncio.sleep(delay)
+                    continue
+                except TxcError as exc:
+                    limiter.settle(admission, _ANSWERED)
+                    self._record(
+                        op, attempt, raw.status, _error_kind(exc), waited, elapsed, body, raw,
+                        False,
+                    )
+                    raise
+                limiter.settle(admission, _ANSWERED)
+                if self.on_request is not None or _debug_enabled(logging.DEBUG):
+                    self._record(
+                        op, attempt, raw.status, None, waited, elapsed, body, raw, False
+                    )
+                return result
         except asyncio.CancelledError:
             if task in self.ended_by_close:
                 self.ended_by_close.discard(task)
@@ -200,155 +358,12 @@ class Pipeline:
         finally:
             calls.discard(task)
 
-    async def _attempts(
-        self,
-        op: Operation[R],
-        params: Mapping[str, Any],
-        timeout: float,
-        retry: RetryPolicy,
-    ) -> R:
-        signer = self.signer
-        if op.auth is Auth.SIGNED and signer is None:
-            from ._errors import InvalidParameterError
-
-            raise InvalidParameterError(
-                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
-            )
-        limiter = self.limiter
-        key_id = self.key_id
-        scope = op.scope
-        limit = self.rate_limits[scope]
-        url = self.urls[op.name]
-        stats = self.stats
-        attempt = failures = rate_limited = nonce_refused = 0
-        while True:
-            attempt += 1
-            waited = 0.0
-            admission = limiter.try_acquire(key_id, scope, limit, timeout)
-            if admission is None:
-                began = _monotonic()
-                admission = await limiter.acquire(key_id, scope, limit, timeout)
-                waited = _monotonic() - began
-            if self.closed:
-                limiter.settle(admission, Outcome.NOT_SENT)
-                raise TransportError("the client is closed", may_have_reached_server=False)
-            nonce = admission.nonce
-            if nonce is None and signer is not None and op.auth is Auth.SIGNED:
-                # Drawn after the budget admits the request, so it is fresh when it leaves.
-                nonces = signer.nonces
-                nonce = nonces.try_next()
-                if nonce is None:
-                    try:
-                        nonce = await nonces.next()
-                    except BaseException:
-                        limiter.settle(admission, Outcome.NOT_SENT)
-                        raise
-            request_url, headers, body = self._request(op, params, url, nonce)
-            stats.requests += 1
-            stats.by_scope[scope] += 1
-            sent = _monotonic()
-            # The request must not arrive after the deadline its budget counts it until.
-            remaining = admission.local_deadline - sent
-            try:
-                raw = await self.transport.send(
-                    op.method, request_url, headers=headers, body=body,
-                    timeout=remaining if remaining > 0.001 else 0.001,
-                )
-            except TransportError as exc:
-                elapsed = _monotonic() - sent
-                limiter.settle(
-                    admission,
-                    Outcome.NO_ANSWER if exc.may_have_reached_server else Outcome.NOT_SENT,
-                )
-                again = (
-                    not self.closed
-                    and failures < retry.max_retries
-                    and (op.retry_safe or not exc.may_have_reached_server)
-                )
-                self._record(
-                    op, attempt, exc.status, _error_kind(exc), waited, elapsed,
-                    len(body or b""), 0, again,
-                )
-                if not again:
-                    raise
-                delay = retry.backoff(failures)
-                failures += 1
-                stats.retries += 1
-                await asyncio.sleep(delay)
-                continue
-            except BaseException:
-                # Cancelled in flight: it may still arrive until its deadline.
-                limiter.settle(admission, Outcome.NO_ANSWER)
-                raise
-            elapsed = _monotonic() - sent
-            try:
-                result = decode_answer(raw, op.decode)
-            except RateLimited as signal:
-                again = rate_limited < retry.max_rate_limit_retries
-                pause = limiter.settle(admission, Outcome.RATE_LIMITED, signal.error.retry_after)
-                self._record(
-                    op, attempt, raw.status, "rate_limited", waited, elapsed,
-                    len(body or b""), len(raw.body), again,
-                )
-                if not again:
-                    raise signal.error from None
-                rate_limited += 1
-                stats.rate_limit_refusals += 1
-                logger.debug("%s: scope %r pauses %.2f s", op.name, scope, pause)
-                # The budget holds the pause: the next attempt waits for it in acquire.
-                continue
-            except NonceRefused as signal:
-                limiter.settle(admission, Outcome.ANSWERED)
-                again = nonce_refused < retry.max_nonce_retries
-                self._record(
-                    op, attempt, raw.status, "nonce_refused", waited, elapsed,
-                    len(body or b""), len(raw.body), again,
-                )
-                if not again:
-                    raise signal.error from None
-                nonce_refused += 1
-                stats.nonce_refusals += 1
-                continue
-            except TransportError as exc:
-                limiter.settle(admission, Outcome.ANSWERED)
-                # The server answered, so the request reached it: only reads go again.
-                again = op.retry_safe and failures < retry.max_retries
-                self._record(
-                    op, attempt, raw.status, _error_kind(exc), waited, elapsed,
-                    len(body or b""), len(raw.body), again,
-                )
-                if not again:
-                    raise
-                delay = retry.backoff(failures, parse_retry_after(raw.headers))
-                failures += 1
-                stats.retries += 1
-                await asyncio.sleep(delay)
-                continue
-            except TxcError as exc:
-                limiter.settle(admission, Outcome.ANSWERED)
-                self._record(
-                    op, attempt, raw.status, _error_kind(exc), waited, elapsed,
-                    len(body or b""), len(raw.body), False,
-                )
-                raise
-            limiter.settle(admission, Outcome.ANSWERED)
-            self._record(
-                op, attempt, raw.status, None, waited, elapsed, len(body or b""),
-                len(raw.body), False,
-            )
-            return result
-
     def _request(
-        self, op: Operation[Any], params: Mapping[str, Any], url: URL, nonce: int | None
+        self, op: Operation[Any], params: Mapping[str, Any], url: URL
     ) -> tuple[URL, Mapping[str, str], bytes | None]:
-        """The URL, headers and body of one attempt (signed afresh every time)."""
-        if op.auth is Auth.SIGNED:
-            signer = self.signer
-            assert signer is not None and nonce is not None
-            body, headers = signer.sign(op.path, params, nonce)
-            headers["User-Agent"] = self.user_agent
-            return url, headers, body
-        if op.auth is Auth.FORM:
+        """The URL, headers and body of an unsigned request (signed ones are built in
+        :meth:`call`, with a new nonce for every attempt)."""
+        if op.auth is _FORM:
             return url, self._form_headers, urllib.parse.urlencode(params).encode()
         if params:
             url = url.with_query({k: str(v) for k, v in params.items()})

@@ -25,6 +25,15 @@ from ._ratelimit import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
+#: Expired moments of a log dropped at once (at most this many are kept past their window).
+_TRIM_BATCH = 64
+_NO_ANSWER = Outcome.NO_ANSWER
+_NOT_SENT = Outcome.NOT_SENT
+_ANSWERED = Outcome.ANSWERED
+_RATE_LIMITED = Outcome.RATE_LIMITED
+_insort = bisect.insort
+_bisect_left = bisect.bisect_left
+
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
@@ -156,7 +165,10 @@ class _Budget:
         if per > self.per_max:
             self.per_max = per
         log = self.log
-        if log and log[0] <= now - self.per_max:
+        # Moments older than the longest window count no more. They are dropped in batches,
+        # so that a steady stream does not move the whole log at every request; the ones kept
+        # meanwhile lie before every window, where they change no count.
+        if len(log) > _TRIM_BATCH and log[_TRIM_BATCH] <= now - self.per_max:
             del log[: bisect.bisect_right(log, now - self.per_max)]
         refusals = self.refusals
         wait = refusals.paused_until - now
@@ -211,6 +223,8 @@ class InProcessLimiter:
         random: Callable[[], float] | None = None,
     ) -> None:
         self._clock = clock
+        # Deadlines on another clock than this process's monotonic one are converted.
+        self._foreign_clock = clock is not time.monotonic
         self._sleep = sleep
         self._random = random if random is not None else _random.random
         self._budgets: dict[tuple[str, str], _Budget] = {}
@@ -248,13 +262,14 @@ class InProcessLimiter:
         """Admit at once when the budget has room and no one waits; else None (never waits)."""
         budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
-            if budget.turns:
+            # Someone waits: first come, first served.
+            if budget.turns._waiters:
                 return None
             now = self._clock()
             if budget.delay(now, limit) > 0:
                 return None
             admission = budget.admit(key_id, scope, limit, now, timeout)
-        if self._clock is not time.monotonic:
+        if self._foreign_clock:
             admission.local_deadline = time.monotonic() + timeout
         return admission
 
@@ -280,7 +295,7 @@ class InProcessLimiter:
                     wait = budget.delay(now, limit)
                     if wait <= 0:
                         admission = budget.admit(key_id, scope, limit, now, timeout)
-                        if self._clock is not time.monotonic:
+                        if self._foreign_clock:
                             admission.local_deadline = time.monotonic() + timeout
                         return admission
                     woken: asyncio.Future[None] | None = None
@@ -314,25 +329,37 @@ class InProcessLimiter:
         pause = 0.0
         with budget.lock:
             budget.in_flight -= 1
-            if outcome is not Outcome.NO_ANSWER:
+            if outcome is not _NO_ANSWER:
                 # No answer: the deadline stays, since the request may still arrive until then.
                 now = self._clock()
                 log = budget.log
                 deadline = admission.deadline
-                at = bisect.bisect_left(log, deadline)
-                if at < len(log) and log[at] == deadline:
-                    del log[at]
-                    if outcome is not Outcome.NOT_SENT:
-                        # It arrived before its answer: that moment is the latest it counts from.
-                        bisect.insort(log, now)
-                if outcome is Outcome.ANSWERED:
+                if log and log[-1] == deadline:
+                    # The latest deadline (the common case: one timeout for every request).
+                    log.pop()
+                    found = True
+                else:
+                    at = _bisect_left(log, deadline)
+                    found = at < len(log) and log[at] == deadline
+                    if found:
+                        del log[at]
+                if found and outcome is not _NOT_SENT:
+                    # It arrived before its answer: that moment is the latest it counts from.
+                    if not log or log[-1] <= now:
+                        log.append(now)
+                    else:
+                        _insort(log, now)
+                if outcome is _ANSWERED:
                     budget.refusals.on_accepted(admission.admitted, now, admission.limit)
-                elif outcome is Outcome.RATE_LIMITED:
+                elif outcome is _RATE_LIMITED:
                     pause = budget.refusals.on_refused(
                         admission.admitted, now, admission.limit, retry_after, self._random
                     )
-            wake, budget.wake = budget.wake, None
-        _wake(wake)
+            wake = budget.wake
+            if wake is not None:
+                budget.wake = None
+        if wake is not None:
+            _wake(wake)
         return pause
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
