@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import backfill, decode, percall, ratelimit
+from benchmarks import backfill, decode, overhead, percall, ratelimit
 
 
 def main() -> None:
@@ -23,6 +23,7 @@ def main() -> None:
     began = time.monotonic()
     for title, run in (
         ("per-call cost", lambda: percall.main(quick)),
+        ("the client's own cost by part", lambda: overhead.main(quick)),
         ("decode throughput", lambda: decode.main(quick)),
         ("backfill throughput and memory", lambda: asyncio.run(backfill.main(quick))),
         ("rate limits", lambda: asyncio.run(ratelimit.main(quick))),

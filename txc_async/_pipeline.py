@@ -37,6 +37,7 @@ R = TypeVar("R")
 _monotonic = time.monotonic
 _current_task = asyncio.current_task
 _debug_enabled = logger.isEnabledFor
+_DEBUG = logging.DEBUG
 _SIGNED = Auth.SIGNED
 _FORM = Auth.FORM
 _ANSWERED = Outcome.ANSWERED
@@ -160,7 +161,7 @@ class Pipeline:
         retried: bool,
     ) -> None:
         hook = self.on_request
-        debug = _debug_enabled(logging.DEBUG)
+        debug = _debug_enabled(_DEBUG)
         if hook is None and not debug:
             return
         sent = len(body) if body else 0
@@ -342,7 +343,7 @@ class Pipeline:
                     )
                     raise
                 limiter.settle(admission, _ANSWERED)
-                if self.on_request is not None or _debug_enabled(logging.DEBUG):
+                if self.on_request is not None or _debug_enabled(_DEBUG):
                     self._record(
                         op, attempt, raw.status, None, waited, elapsed, body, raw, False
                     )

@@ -25,7 +25,7 @@ from ._ratelimit import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
-#: Expired moments of a log dropped at once (at most this many are kept past their window).
+#: Admissions between two trims of a budget's log (at most this many expired moments are kept).
 _TRIM_BATCH = 64
 _NO_ANSWER = Outcome.NO_ANSWER
 _NOT_SENT = Outcome.NOT_SENT
@@ -146,12 +146,15 @@ class FifoTurns:
 class _Budget:
     """One budget: the log of latest arrival moments (sorted), its refusals, its waiters."""
 
-    __slots__ = ("in_flight", "lock", "log", "per_max", "refusals", "turns", "wake")
+    __slots__ = (
+        "admitted_since_trim", "in_flight", "lock", "log", "per_max", "refusals", "turns", "wake",
+    )
 
     def __init__(self, scope: str) -> None:
         # Deadlines of requests in flight and answer times of answered ones, in order.
         self.log: list[float] = []
         self.in_flight = 0
+        self.admitted_since_trim = 0
         self.per_max = 0.0
         self.turns = FifoTurns()
         self.lock = self.turns.lock
@@ -165,11 +168,13 @@ class _Budget:
         if per > self.per_max:
             self.per_max = per
         log = self.log
-        # Moments older than the longest window count no more. They are dropped in batches,
-        # so that a steady stream does not move the whole log at every request; the ones kept
-        # meanwhile lie before every window, where they change no count.
-        if len(log) > _TRIM_BATCH and log[_TRIM_BATCH] <= now - self.per_max:
-            del log[: bisect.bisect_right(log, now - self.per_max)]
+        # Moments older than the longest window count no more. They are dropped once every
+        # _TRIM_BATCH admissions, so that a steady stream does not move the whole log at every
+        # request; the ones kept meanwhile lie before every window, where they change no count.
+        if self.admitted_since_trim >= _TRIM_BATCH:
+            self.admitted_since_trim = 0
+            if log and log[0] <= now - self.per_max:
+                del log[: bisect.bisect_right(log, now - self.per_max)]
         refusals = self.refusals
         wait = refusals.paused_until - now
         cap = refusals.cap(limit, now) if refusals.learned is not None else limit.max_requests
@@ -189,6 +194,7 @@ class _Budget:
         else:
             bisect.insort(log, deadline)
         self.in_flight += 1
+        self.admitted_since_trim += 1
         return Admission(key_id, scope, limit, now, deadline, self)
 
     def idle(self, now: float) -> bool:
