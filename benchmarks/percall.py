@@ -447,6 +447,9 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
         checks.append((loop, label, ratio, met))
         print(f"  {label:42} {ratio:5.3f}x  (target {sign} {TARGETS[key]:.2f}x: "
               f"{'met' if met else 'MISSED'})")
+    ratio = figures["throughput_cpu"][OURS] / figures["throughput_cpu"][LEAN]
+    print(f"  {'client CPU per call with ' + str(callers) + ' callers':42} {ratio:5.3f}x  "
+          "(what sets the throughput once the client's process is busy)")
     for other in (HAND, CCXT):
         if other not in names:
             continue
