@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import sys
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -21,6 +22,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller runs, about a minute")
     quick = parser.parse_args().quick
     began = time.monotonic()
+    failed = []
     for title, run in (
         ("per-call cost", lambda: percall.main(quick)),
         ("the client's own cost by part", lambda: overhead.main(quick)),
@@ -29,8 +31,15 @@ def main() -> None:
         ("rate limits", lambda: asyncio.run(ratelimit.main(quick))),
     ):
         print(f"\n== {title} ==", flush=True)
-        run()
+        # One broken benchmark must not hide the figures of the others.
+        try:
+            run()
+        except Exception:
+            traceback.print_exc()
+            failed.append(title)
     print(f"\nall benchmarks: {time.monotonic() - began:.0f} s")
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":
