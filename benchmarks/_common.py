@@ -7,6 +7,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,24 @@ KEYS = {
     "baseline": ("bench-baseline-key", "bench-baseline-secret-0123456789abcdef"),
     "ccxt": ("bench-ccxt-key", "bench-ccxt-secret-0123456789abcdef"),
 }
+
+#: How many API keys each contender of a throughput run spreads its callers over. One key signs at
+#: most about 1,000 requests per second (millisecond nonces, each used once, within 5 s of the
+#: server's clock), which would cap a sustained run at that rate whatever the client.
+KEYS_PER_CONTENDER = 16
+
+
+def contender_keys(slot: str) -> list[tuple[str, str]]:
+    """The API keys of one contender (``slot``), all accepted by the benchmark sandbox."""
+    return [
+        (f"bench-{slot}-{i}-key", f"bench-{slot}-{i}-secret-0123456789abcdef")
+        for i in range(KEYS_PER_CONTENDER)
+    ]
+
+
+for _slot in ("txc", "lean", "floor", "hand", "ccxt"):
+    for _i, _pair in enumerate(contender_keys(_slot)):
+        KEYS[f"{_slot}-{_i}"] = _pair
 
 _SERVER = """
 import asyncio, sys
@@ -58,6 +77,36 @@ async def start_sandbox(**kwargs: Any) -> RemoteSandbox:
     line = await asyncio.wait_for(process.stdout.readline(), timeout=30)
     url, key, secret = line.decode().split()
     return RemoteSandbox(url, key, secret, process)
+
+
+@dataclass
+class SandboxProcess:
+    """A sandbox served by another process, started without an event loop, so that benchmarks
+    can run several event loops (asyncio's, uvloop's) against the same server."""
+
+    url: str
+    api_key: str
+    api_secret: str
+    process: subprocess.Popen[bytes]
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+def start_sandbox_process(**kwargs: Any) -> SandboxProcess:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, repr(kwargs), repr(KEYS)], stdout=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    url, key, secret = process.stdout.readline().decode().split()
+    return SandboxProcess(url, key, secret, process)
+
+
+def load() -> str:
+    """The machine's load averages now (other processes share its cores)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def rss_mb() -> float:
