@@ -21,10 +21,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import msgspec
 from yarl import URL
 
 import txc_async
-from txc_async._operations import BALANCE, _decode_balance
+from txc_async._clock import MAX_NONCE_LEAD_MS, ServerClock
+from txc_async._models import _Balance
+from txc_async._operations import BALANCE
 from txc_async._ratelimit import Admission, Outcome, RateLimit
 from txc_async._signing import NonceSource, Signer
 from txc_async._transport import RawResponse
@@ -107,6 +110,21 @@ class Lean:
         return self.post(BALANCE.path, {})
 
 
+_decode_balance = msgspec.json.Decoder(dict[str, _Balance]).decode
+
+
+class TickingClock(ServerClock):
+    """A server clock that moves one millisecond per reading: the nonces never run ahead of it,
+    so that no call waits for the clock (millions of calls per second on one key)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ticks = itertools.count(time.time_ns() // 1_000_000)
+
+    def reading(self) -> tuple[int, int]:
+        return next(self._ticks), MAX_NONCE_LEAD_MS
+
+
 def _encoder() -> Callable[[Any], bytes]:
     import msgspec
 
@@ -121,10 +139,7 @@ def client(limiter: Any = None) -> txc_async.Client:
         api_key="k", api_secret=SECRET, base_url="http://127.0.0.1", rate_limits=UNLIMITED,
         limiter=limiter or txc_async.InProcessLimiter(), transport=MemoryTransport(),
     )
-    # A clock that moves one millisecond per request: the nonces never run ahead of it, so
-    # that no call waits for the clock (millions of calls per second on one key).
-    ticks = itertools.count(time.time_ns() // 1_000_000)
-    made._pipeline.signer = Signer("k", SECRET, nonces=NonceSource(clock_ms=ticks.__next__))
+    made._pipeline.signer = Signer("k", SECRET, nonces=NonceSource(TickingClock()))
     return made
 
 
