@@ -19,6 +19,7 @@ import asyncio
 import random
 import sys
 import time
+from pathlib import Path
 
 import aiohttp
 
@@ -98,6 +99,40 @@ async def main(argv: list[str]) -> None:
     finally:
         await limiter.aclose()
 
+
+
+# -- the parent's side: start a worker and follow what it prints --------------------------------
+
+
+async def start_worker(store_spec: str, hit_url: str, count: int, limit: RateLimit, seed: int,
+                       *extra: str) -> asyncio.subprocess.Process:
+    """A worker process sending ``count`` requests to ``hit_url`` within ``limit``."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests._limit_worker", store_spec, hit_url,
+        str(count), str(limit.max_requests), str(limit.per_seconds), str(seed), *extra,
+        cwd=_ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+
+
+async def read_until(process: asyncio.subprocess.Process, line: bytes) -> None:
+    """Wait (at most 30 s a line) until the worker prints ``line``."""
+    assert process.stdout is not None
+    while True:
+        got = await asyncio.wait_for(process.stdout.readline(), 30)
+        if not got:
+            raise AssertionError(f"the worker ended before printing {line!r}")
+        if got.strip() == line:
+            return
+
+
+async def drain(process: asyncio.subprocess.Process) -> int:
+    """Read the worker's output to its end; its exit status."""
+    assert process.stdout is not None
+    while await process.stdout.readline():
+        pass
+    return await asyncio.wait_for(process.wait(), 60)
+
+_ROOT = Path(__file__).resolve().parent.parent
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1:]))

@@ -24,6 +24,7 @@ from txc_async import Outcome, RateLimit, RedisLimiter, TransportError
 from txc_async.sandbox import Sandbox
 
 from ._arrival_server import ArrivalServer, max_in_window, strict_refusals
+from ._limit_worker import drain, read_until, start_worker
 from ._redis_server import RedisServer, free_port, require_redis_server
 
 pytestmark = pytest.mark.redis
@@ -106,46 +107,20 @@ async def test_several_limiters_share_one_budget_at_the_server(redis_url: str) -
     assert max(arrivals) - min(arrivals) <= 1.5 * least
 
 
-async def _start_worker(store_spec: str, server: ArrivalServer, count: int, limit: RateLimit,
-                        seed: int, *extra: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests._limit_worker", store_spec, server.hit_url("b"),
-        str(count), str(limit.max_requests), str(limit.per_seconds), str(seed), *extra,
-        cwd=ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )
-
-
-async def _read_until(process: asyncio.subprocess.Process, line: bytes) -> None:
-    assert process.stdout is not None
-    while True:
-        got = await asyncio.wait_for(process.stdout.readline(), 30)
-        if not got:
-            raise AssertionError(f"the worker ended before printing {line!r}")
-        if got.strip() == line:
-            return
-
-
-async def _drain(process: asyncio.subprocess.Process) -> int:
-    assert process.stdout is not None
-    while await process.stdout.readline():
-        pass
-    return await asyncio.wait_for(process.wait(), 60)
-
-
 async def test_several_processes_share_one_budget_at_the_server(redis_url: str) -> None:
     spec = f"redis:{redis_url}:{fresh_namespace()}"
     limit = RateLimit(15, 0.5)
     async with ArrivalServer() as server:
-        workers = [await _start_worker(spec, server, 20, limit, seed, "--wait-go")
+        workers = [await start_worker(spec, server.hit_url("b"), 20, limit, seed, "--wait-go")
                    for seed in range(3)]
         try:
             for worker in workers:
-                await _read_until(worker, b"ready")
+                await read_until(worker, b"ready")
             for worker in workers:
                 assert worker.stdin is not None
                 worker.stdin.write(b"go\n")
                 await worker.stdin.drain()
-            codes = await asyncio.gather(*(_drain(w) for w in workers))
+            codes = await asyncio.gather(*(drain(w) for w in workers))
         finally:
             for worker in workers:
                 if worker.returncode is None:
@@ -169,19 +144,19 @@ async def test_a_store_restarted_without_its_data_lets_no_burst_past_the_limit(
         async with ArrivalServer() as server:
             # Every sender stays until the end: what a sender knows is lost with it when it
             # exits, and only the senders still running can write it back.
-            workers = [await _start_worker(spec, server, 24, limit, seed, "--linger")
+            workers = [await start_worker(spec, server.hit_url("b"), 24, limit, seed, "--linger")
                        for seed in range(3)]
             try:
                 for worker in workers:
-                    await _read_until(worker, b"ready")
-                await _read_until(workers[0], f"sent {after}".encode())
+                    await read_until(worker, b"ready")
+                await read_until(workers[0], f"sent {after}".encode())
                 redis.restart_empty()
                 for worker in workers:
-                    await _read_until(worker, b"done")
+                    await read_until(worker, b"done")
                 for worker in workers:
                     assert worker.stdin is not None
                     worker.stdin.close()
-                codes = await asyncio.gather(*(_drain(w) for w in workers))
+                codes = await asyncio.gather(*(drain(w) for w in workers))
             finally:
                 for worker in workers:
                     if worker.returncode is None:

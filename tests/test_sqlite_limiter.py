@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import sqlite3
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,8 +18,7 @@ import txc_async
 from txc_async import Outcome, RateLimit, SQLiteLimiter, TransportError
 
 from ._arrival_server import ArrivalServer, max_in_window, strict_refusals
-
-ROOT = Path(__file__).resolve().parent.parent
+from ._limit_worker import drain, read_until, start_worker
 
 
 @pytest.fixture
@@ -232,45 +230,19 @@ async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(
 # -- real processes ----------------------------------------------------------------------------
 
 
-async def _start(path: Path, server: ArrivalServer, count: int, limit: RateLimit, seed: int,
-                 *extra: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests._limit_worker", f"sqlite:{path}", server.hit_url("b"),
-        str(count), str(limit.max_requests), str(limit.per_seconds), str(seed), *extra,
-        cwd=ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )
-
-
-async def _read_until(process: asyncio.subprocess.Process, line: bytes) -> None:
-    assert process.stdout is not None
-    while True:
-        got = await asyncio.wait_for(process.stdout.readline(), 30)
-        if not got:
-            raise AssertionError(f"the worker ended before printing {line!r}")
-        if got.strip() == line:
-            return
-
-
-async def _drain(process: asyncio.subprocess.Process) -> int:
-    assert process.stdout is not None
-    while await process.stdout.readline():
-        pass
-    return await asyncio.wait_for(process.wait(), 60)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
 async def test_a_sender_stopped_and_rerun_at_once_keeps_to_the_window(
     path: Path, stop: signal.Signals
 ) -> None:
     limit = RateLimit(20, 1.0)
     async with ArrivalServer() as server:
-        first = await _start(path, server, 200, limit, 1)
+        first = await start_worker(f"sqlite:{path}", server.hit_url("b"), 200, limit, 1)
         try:
-            await _read_until(first, b"sent 30")  # into its second window
+            await read_until(first, b"sent 30")  # into its second window
             first.send_signal(stop)
-            rerun = await _start(path, server, 30, limit, 2)
+            rerun = await start_worker(f"sqlite:{path}", server.hit_url("b"), 30, limit, 2)
             await first.wait()
-            assert await _drain(rerun) == 0
+            assert await drain(rerun) == 0
         finally:
             for process in (first, rerun):
                 if process.returncode is None:
@@ -285,15 +257,18 @@ async def test_a_sender_stopped_and_rerun_at_once_keeps_to_the_window(
 async def test_two_senders_at_once_share_the_window(path: Path) -> None:
     limit = RateLimit(20, 1.0)
     async with ArrivalServer() as server:
-        senders = [await _start(path, server, 40, limit, seed, "--wait-go") for seed in (1, 2)]
+        senders = [
+            await start_worker(f"sqlite:{path}", server.hit_url("b"), 40, limit, seed, "--wait-go")
+            for seed in (1, 2)
+        ]
         try:
             for sender in senders:
-                await _read_until(sender, b"ready")
+                await read_until(sender, b"ready")
             for sender in senders:
                 assert sender.stdin is not None
                 sender.stdin.write(b"go\n")
                 await sender.stdin.drain()
-            codes = await asyncio.gather(*(_drain(s) for s in senders))
+            codes = await asyncio.gather(*(drain(s) for s in senders))
         finally:
             for sender in senders:
                 if sender.returncode is None:
