@@ -10,12 +10,13 @@ import math
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from aioresponses import aioresponses
 
 import txc_async
-from txc_async import AuthenticationError, RedisLimiter, RetryPolicy
+from txc_async import AuthenticationError, RedisLimiter, RetryPolicy, SQLiteLimiter
 from txc_async._clock import (
     MAX_DRIFT,
     NONCE_WINDOW_MS,
@@ -522,6 +523,32 @@ async def test_processes_sharing_a_redis_counter_follow_an_offset_server(redis_u
 
     async with Sandbox(clock_offset=-30.0) as box:
         limiters = [RedisLimiter(redis_url, namespace=f"clockp{os.getpid()}") for _ in range(2)]
+        clients = []
+        for limiter in limiters:
+            client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
+                                      base_url=box.url, limiter=limiter,
+                                      retry=RetryPolicy(max_nonce_retries=1))
+            # Separate nonce sources stand for separate processes.
+            client._pipeline.signer = Signer(box.api_key, box.api_secret, NonceSource())
+            clients.append(client)
+        try:
+            await clients[0].main_balance()
+            assert box.stats.nonce_refused <= 1
+            refused = box.stats.nonce_refused
+            await asyncio.gather(*(clients[i % 2].main_balance() for i in range(200)))
+            assert box.stats.nonce_refused == refused
+        finally:
+            for client in clients:
+                await client.close()
+            for limiter in limiters:
+                await limiter.aclose()
+
+
+async def test_processes_sharing_a_sqlite_counter_follow_an_offset_server(tmp_path: Path) -> None:
+    from txc_async._signing import Signer
+
+    async with Sandbox(clock_offset=-30.0) as box:
+        limiters = [SQLiteLimiter(tmp_path / "budgets.sqlite3") for _ in range(2)]
         clients = []
         for limiter in limiters:
             client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
