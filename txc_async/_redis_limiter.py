@@ -204,6 +204,8 @@ return 0
 
 #: Names a budget's scope may not take, since the key's own entries use them.
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
+#: How often a call is sent again when its connection turns out closed before it left.
+_CLOSED_CONNECTION_RETRIES = 2
 #: At most this many calls to Redis are under way at once from one limiter (a cluster client
 #: refuses more than 100 connections per node, and one connection serves one call at a time).
 MAX_CONCURRENT_CALLS = 32
@@ -452,7 +454,16 @@ class RedisLimiter(SharedLimiter):
             calls = self._calls = asyncio.Semaphore(MAX_CONCURRENT_CALLS)
         try:
             async with asyncio.timeout(self._timeout), calls:
-                return await script(keys=keys, args=args)
+                for attempt in range(_CLOSED_CONNECTION_RETRIES + 1):
+                    try:
+                        return await script(keys=keys, args=args)
+                    except RuntimeError as exc:
+                        # uvloop refuses to write to a connection the pool still held after
+                        # it closed ("the handler is closed"): the command never left, so it
+                        # goes again on a fresh connection.
+                        if attempt == _CLOSED_CONNECTION_RETRIES or "closed" not in str(exc):
+                            raise
+                raise AssertionError("unreachable")  # pragma: no cover - the loop returns
         except TimeoutError:
             what = "unreachable"
             detail = f"no answer within {self._timeout:g} s"
@@ -460,6 +471,9 @@ class RedisLimiter(SharedLimiter):
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
         except RedisClusterException as exc:  # no node of the cluster could be reached
+            what = "unreachable"
+            detail = f"{type(exc).__name__}: {exc}"
+        except RuntimeError as exc:  # a connection closed under it, again and again
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
         except (RedisError, TypeError, ValueError) as exc:
