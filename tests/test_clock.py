@@ -517,38 +517,20 @@ def redis_url() -> Iterator[str]:
         yield server.url
 
 
-@pytest.mark.redis
-async def test_processes_sharing_a_redis_counter_follow_an_offset_server(redis_url: str) -> None:
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+async def test_processes_sharing_a_nonce_counter_follow_an_offset_server(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     from txc_async._signing import Signer
 
-    async with Sandbox(clock_offset=-30.0) as box:
-        limiters = [RedisLimiter(redis_url, namespace=f"clockp{os.getpid()}") for _ in range(2)]
-        clients = []
-        for limiter in limiters:
-            client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
-                                      base_url=box.url, limiter=limiter,
-                                      retry=RetryPolicy(max_nonce_retries=1))
-            # Separate nonce sources stand for separate processes.
-            client._pipeline.signer = Signer(box.api_key, box.api_secret, NonceSource())
-            clients.append(client)
-        try:
-            await clients[0].main_balance()
-            assert box.stats.nonce_refused <= 1
-            refused = box.stats.nonce_refused
-            await asyncio.gather(*(clients[i % 2].main_balance() for i in range(200)))
-            assert box.stats.nonce_refused == refused
-        finally:
-            for client in clients:
-                await client.close()
-            for limiter in limiters:
-                await limiter.aclose()
-
-
-async def test_processes_sharing_a_sqlite_counter_follow_an_offset_server(tmp_path: Path) -> None:
-    from txc_async._signing import Signer
+    def shared() -> txc_async.Limiter:
+        if store == "sqlite":
+            return SQLiteLimiter(tmp_path / "budgets.sqlite3")
+        return RedisLimiter(request.getfixturevalue("redis_url"),
+                            namespace=f"clockp{os.getpid()}")
 
     async with Sandbox(clock_offset=-30.0) as box:
-        limiters = [SQLiteLimiter(tmp_path / "budgets.sqlite3") for _ in range(2)]
+        limiters = [shared() for _ in range(2)]
         clients = []
         for limiter in limiters:
             client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
