@@ -131,6 +131,16 @@ def requests_to(mocked: aioresponses, path: str) -> list[dict[str, Any]]:
     return found
 
 
+@pytest.fixture(autouse=True)
+def _fresh_server_clocks() -> None:
+    """Every test meets its servers afresh. The process keeps one estimate of a server's clock
+    per address, as it should; but tests start servers on ports that earlier tests' servers (some
+    with an offset clock) used, and an estimate must not carry over from one to the next."""
+    from txc_async import _clock
+
+    _clock._clocks.clear()
+
+
 @pytest.fixture
 def mocked() -> Iterator[aioresponses]:
     with aioresponses() as m:
