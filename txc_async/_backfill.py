@@ -66,11 +66,6 @@ class RewardJob:
             params["account"] = self.account
         return params
 
-    def contains(self, record: MiningReward | WireReward) -> bool:
-        return self.start <= record.date <= self.end and (
-            self.account is None or record.mining_account_name == self.account
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class RewardPlan:
