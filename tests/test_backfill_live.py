@@ -35,54 +35,81 @@ def _key(r: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(r[k] for k in ("miningAccountName", "date", "totalReward", "reward", "fee"))
 
 
-def _book_during_walk(box: Sandbox, bookings: Callable[[int], list[tuple[str, int]]]) -> None:
-    """Before the server answers query number n, book the rewards ``bookings(n)`` names."""
-    book = box.rewards
-    answer = book.page
-    calls = [0]
+class _Bookings:
+    """Before the server answers query number n, book the rewards ``bookings(n)`` names; note
+    which rewards were booked before the first check probe (a one-record query) arrived."""
 
-    def page(*args: Any) -> list[dict[str, Any]]:
-        calls[0] += 1
-        for account, date in bookings(calls[0]):
-            book.book(account, date)
-        return answer(*args)
+    def __init__(self, box: Sandbox, bookings: Callable[[int], list[tuple[str, int]]]) -> None:
+        book = box.rewards
+        answer = book.page
+        self.calls = 0
+        self.before_check: set[tuple[Any, ...]] | None = None
 
-    book.page = page  # type: ignore[method-assign]
+        def page(*args: Any) -> list[dict[str, Any]]:
+            self.calls += 1
+            if args[4] == 1 and self.before_check is None:
+                self.before_check = {_key(b.record) for b in book.booked}
+            for account, date in bookings(self.calls):
+                book.book(account, date)
+            return answer(*args)
+
+        book.page = page  # type: ignore[method-assign]
 
 
 def _everything(box: Sandbox, start: int, end: int) -> list[dict[str, Any]]:
     return box.rewards.page(None, start, end, 0, 10**9)
 
 
+async def _fetch(box: Sandbox, how: str, start: int, end: int) -> list[tuple[Any, ...]]:
+    async with _client(box) as client:
+        if how == "iter_mining_rewards":
+            got = [r async for r in client.iter_mining_rewards(start=start, end=end)]
+        else:
+            got = [r async for r in txc_async.backfill_mining_rewards(
+                client, start=start, end=end, concurrency=4)]
+    return [(r.mining_account_name, r.date, f"{r.total_reward}", f"{r.reward}", f"{r.fee}")
+            for r in got]
+
+
+def _during_the_walk(names: list[str]) -> Callable[[int], list[tuple[str, int]]]:
+    """The first 12 queries (all within the walk) each book rewards: at the range's newest day
+    (behind every walk), at its oldest (ahead of every walk), and two at dates spread over the
+    middle (corrections of settled days, behind or ahead of the walk)."""
+    return lambda n: [
+        (names[n % 25], START + 59 * DAY), (names[(n * 7) % 25], START),
+        (names[(n * 3) % 25], START + (n * 17 % 60) * DAY),
+        (names[(n * 11) % 25], START + (n * 29 % 60) * DAY + 3600),
+    ] if n <= 12 else []
+
+
+def _during_the_check_too(names: list[str]) -> Callable[[int], list[tuple[str, int]]]:
+    """Every query books one reward somewhere in the range, the check's own queries too."""
+    return lambda n: [
+        (names[(n * 7) % 25], START + (n * 13 % 60) * DAY + (n % 3) * 60),
+    ] if n <= 400 else []
+
+
+@pytest.mark.parametrize("when", [_during_the_walk, _during_the_check_too])
 @pytest.mark.parametrize("how", ["iter_mining_rewards", "backfill_mining_rewards"])
-async def test_rewards_booked_during_the_walk_come_back_once_and_none_is_missed(how: str) -> None:
+async def test_rewards_booked_anywhere_while_the_walk_runs_come_back_once(
+    how: str, when: Callable[[list[str]], Callable[[int], list[tuple[str, int]]]]
+) -> None:
     async with Sandbox(mining_accounts=25, rewards_days=60, enforce_limits=False) as box:
         end = START + 60 * DAY - 1
         before = {_key(r) for r in _everything(box, START, end)}
-        names = box.mining_account_names
-        # Each query first books rewards: at the range's newest day (today's rewards of a range
-        # ending now: behind the walk), in the middle (before or after its position), and, for
-        # the first five queries, at its oldest day (ahead of every walk).
-        _book_during_walk(box, lambda n: [
-            (names[n % 25], START + 59 * DAY), (names[(n * 3) % 25], START + (n % 60) * DAY),
-            *([(names[(n * 7) % 25], START)] if n <= 5 else []),
-        ])
-        async with _client(box) as client:
-            if how == "iter_mining_rewards":
-                got = [r async for r in client.iter_mining_rewards(start=START, end=end)]
-            else:
-                got = [r async for r in txc_async.backfill_mining_rewards(
-                    client, start=START, end=end, concurrency=4)]
+        bookings = _Bookings(box, when(box.mining_account_names))
+        keys = await _fetch(box, how, START, end)
+        booked = {_key(b.record) for b in box.rewards.booked}
         after = {_key(r) for r in _everything(box, START, end)}
-    keys = [(r.mining_account_name, r.date, f"{r.total_reward}", f"{r.reward}", f"{r.fee}")
-            for r in got]
-    assert len(box.rewards.booked) >= 35
+    assert bookings.before_check is not None
     assert len(keys) == len(set(keys)), "a record came back twice"
     assert before <= set(keys), "a record of the range was missed"
+    assert bookings.before_check <= set(keys), "a reward held when the check began was missed"
     assert set(keys) <= after
-    # Those booked at the oldest day before any walk got there were ahead: all come back.
-    ahead = {_key(b.record) for b in box.rewards.booked if b.record["date"] == START}
-    assert len(ahead) == 5 and ahead <= set(keys)
+    if when is _during_the_walk:
+        assert len(booked) == 48 and set(keys) == after
+    else:
+        assert len(booked) > len(bookings.before_check) > 10
 
 
 async def test_a_boundary_date_larger_than_a_page_is_walked_exactly_with_bookings() -> None:
@@ -92,7 +119,7 @@ async def test_a_boundary_date_larger_than_a_page_is_walked_exactly_with_booking
         before = {_key(r) for r in _everything(box, START, end)}
         names = box.mining_account_names
         # Book at the date being walked, in front of the walk's position within that date.
-        _book_during_walk(box, lambda n: [(names[0], START + (3 - min(n, 12) // 3) * DAY)])
+        _Bookings(box, lambda n: [(names[0], START + (3 - min(n, 12) // 3) * DAY)])
         async with _client(box) as client:
             got = [r async for r in client.iter_mining_rewards(start=START, end=end)]
     keys = [(r.mining_account_name, r.date, f"{r.total_reward}", f"{r.reward}", f"{r.fee}")
@@ -149,8 +176,9 @@ async def test_a_later_end_fetches_only_the_new_days_and_an_unchanged_rerun_noth
         assert first.records_written == 30 * 40
         second = await backfill_to_file(client, start=START, end=START + 45 * DAY - 1,
                                         path=out, fmt=fmt)  # type: ignore[arg-type]
-        # 5 new days of 30 accounts: 150 rows, two pages.
-        assert second.records_written == 150 and second.requests == 2
+        # 5 new days of 30 accounts: 150 rows, two pages, and one request for the check of
+        # the 1,350 rows (one request per 10,000 rows).
+        assert second.records_written == 150 and second.requests == 3
         assert second.records_before == 1200 and second.extended_from == START + 40 * DAY - 1
         third = await backfill_to_file(client, start=START, end=START + 45 * DAY - 1,
                                        path=out, fmt=fmt)  # type: ignore[arg-type]
@@ -402,7 +430,7 @@ async def test_todays_bookings_behind_the_walk_come_back_too(how: str) -> None:
         end = int(time.time())
         before = {_key(r) for r in _everything(box, first, end)}
         names = box.mining_account_names
-        _book_during_walk(box, lambda n: [(f"{names[n % 25]}", today)] if n <= 40 else [])
+        _Bookings(box, lambda n: [(f"{names[n % 25]}", today)] if n <= 40 else [])
         async with _client(box) as client:
             if how == "iter_mining_rewards":
                 got = [r async for r in client.iter_mining_rewards(start=first)]
@@ -419,3 +447,87 @@ async def test_todays_bookings_behind_the_walk_come_back_too(how: str) -> None:
     assert before <= set(keys), "a record of the range was missed"
     assert booked_today <= set(keys), "a reward booked today during the walk was missed"
     assert set(keys) <= after
+
+
+def _digests_of_output(out: Path, fmt: str) -> list[bytes]:
+    from txc_async._ledger import record_digest
+    from txc_async._parquet import read_part_rows
+    from txc_async._rowfile import read_rows
+
+    rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)  # type: ignore[arg-type]
+    return [record_digest(r) for r in rows]
+
+
+def _digests_of(records: list[dict[str, Any]]) -> set[bytes]:
+    import msgspec
+
+    from txc_async._ledger import record_digest
+    from txc_async._walk import WireReward
+
+    return {record_digest(msgspec.convert(r, WireReward)) for r in records}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet", "stream"])
+async def test_outputs_hold_rewards_booked_behind_the_walk_once(tmp_path: Path, fmt: str) -> None:
+    from txc_async._export import backfill_to_stream
+
+    out = tmp_path / ("rewards" if fmt in ("parquet", "stream") else f"rewards.{fmt}")
+    async with Sandbox(mining_accounts=20, rewards_days=50, enforce_limits=False) as box:
+        end = START + 50 * DAY - 1
+        names = box.mining_account_names
+        # Corrections of days the walks may already have passed, while they run.
+        _Bookings(box, lambda n: [
+            (names[n % 20], START + (n * 7 % 50) * DAY), (names[(n * 3) % 20], START + 49 * DAY),
+        ] if n <= 10 else [])
+        async with _client(box) as client:
+            if fmt == "stream":
+                with out.open("wb") as stream:
+                    summary = await backfill_to_stream(client, start=START, end=end,
+                                                       stream=stream, concurrency=4)
+                got = [record_digest_of_line(line) for line in out.read_bytes().splitlines()]
+            else:
+                summary = await backfill_to_file(client, start=START, end=end, path=out,
+                                                 fmt=fmt, concurrency=4)  # type: ignore[arg-type]
+                got = _digests_of_output(out, fmt)
+                again = await backfill_to_file(client, start=START, end=end, path=out,
+                                               fmt=fmt)  # type: ignore[arg-type]
+                assert again.complete_already and again.requests == 0
+        everything = _digests_of(_everything(box, START, end))
+    assert len(box.rewards.booked) == 20
+    assert len(got) == len(set(got)) == summary.records_written, "a row was written twice"
+    assert set(got) == everything, "a reward of the range is missing"
+
+
+def record_digest_of_line(line: bytes) -> bytes:
+    import msgspec
+
+    from txc_async._ledger import record_digest
+    from txc_async._walk import WireReward
+
+    return record_digest(msgspec.json.decode(line, type=WireReward))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+async def test_a_run_stopped_before_its_check_checks_on_the_rerun(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / ("rewards" if fmt == "parquet" else "rewards.jsonl")
+    state = out / "_progress" if fmt == "parquet" else out.with_name("rewards.jsonl.progress")
+    async with Sandbox(mining_accounts=10, rewards_days=30, enforce_limits=False) as box:
+        end = START + 30 * DAY - 1
+        async with _client(box) as client:
+            first = await backfill_to_file(client, start=START, end=end, path=out,
+                                           fmt=fmt)  # type: ignore[arg-type]
+            assert first.records_written == 300
+            # As if the run had stopped after its last piece, before its check finished.
+            lines = state.read_bytes().splitlines(keepends=True)
+            assert lines[-1] == b"checked\n"
+            state.write_bytes(b"".join(lines[:-1]))
+            box.rewards.book(box.mining_account_names[3], START + 12 * DAY)
+            second = await backfill_to_file(client, start=START, end=end, path=out,
+                                            fmt=fmt)  # type: ignore[arg-type]
+            assert second.records_written == 1 and not second.complete_already
+            third = await backfill_to_file(client, start=START, end=end, path=out,
+                                           fmt=fmt)  # type: ignore[arg-type]
+            assert third.complete_already and third.requests == 0
+        everything = _digests_of(_everything(box, START, end))
+    got = _digests_of_output(out, fmt)
+    assert len(got) == len(set(got)) == 301 and set(got) == everything

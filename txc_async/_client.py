@@ -516,19 +516,21 @@ class Client:
         start: int | datetime | None = None,
         end: int | datetime | None = None,
     ) -> AsyncIterator[MiningReward]:
-        """Every reward of the range exactly once, newest first, however many there are.
+        """Every reward of the range exactly once, however many there are, newest first (and
+        then what was booked behind the walk while it ran).
 
         The walk (see ``txc_async._walk.walk_rewards``) narrows the range's end as it goes, so
-        it is never bound by the API's offset limit, and rewards the server books meanwhile at
-        a date the walk has not passed yet come back once, never twice. Without ``end`` the
-        range ends now.
+        it is never bound by the API's offset limit, and rewards the server books meanwhile come
+        back once, never twice. A check ends it (see ``txc_async._ledger``): every reward the
+        server holds in the range when the check begins comes back, including any booked behind
+        the walk while it ran. Without ``end`` the range ends now.
         """
-        from ._walk import REWARD_RECORDS, RewardsCursor, walk_rewards
+        from ._ledger import every_reward
+        from ._walk import REWARD_RECORDS
 
         params = _reward_filters(account, start, end)
         params.setdefault("to", int(time.time()))
-        cursor: RewardsCursor[MiningReward] = RewardsCursor(params)
-        async for page in walk_rewards(self, cursor, REWARD_RECORDS):
+        async for page in every_reward(self, params, REWARD_RECORDS):
             for record in page:
                 yield record
 

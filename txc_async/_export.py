@@ -21,8 +21,9 @@ import msgspec
 
 from ._backfill import RewardJob, RewardPlan, check_backfill_args, run_reward_jobs
 from ._errors import InvalidParameterError
+from ._ledger import RewardLedger, check_rewards
 from ._lock import OutputLock, OutputLockedError
-from ._parquet import PartWriter, load_pyarrow, part_files
+from ._parquet import PartWriter, load_pyarrow, part_files, read_part_rows
 from ._rowfile import (
     OutputFileError,
     RowFile,
@@ -48,7 +49,9 @@ __all__ = [
 
 Format = Literal["jsonl", "csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
-STATE_VERSION = 2
+STATE_VERSION = 3
+#: The state's line saying the run that finished every piece also checked them.
+_CHECKED = b"checked"
 
 _encode = msgspec.json.Encoder().encode
 _decode_header = msgspec.json.Decoder(dict[str, Any]).decode
@@ -108,6 +111,11 @@ class _State:
     fmt: Format
     #: Finished jobs and their rows (``None``: written by a version that did not count).
     done: dict[int, int | None]
+    #: Whether the run that finished every job then checked them (see ``_ledger``); a state
+    #: from a version without the check counts as checked.
+    checked: bool = False
+    #: The state's format version.
+    version: int = STATE_VERSION
 
 
 def _header(plan: RewardPlan, fmt: Format) -> bytes:
@@ -137,13 +145,18 @@ def _read_state(state_path: Path) -> _State | None:
         fmt = head["format"]
         if fmt not in FORMATS:
             raise ValueError(fmt)
+        version = int(head.get("version", 1))
         done: dict[int, int | None] = {}
+        checked = version < 3
         for line in lines[1:]:
+            if line == _CHECKED:
+                checked = True
+                continue
             parts = line.split()
             done[int(parts[0])] = int(parts[1]) if len(parts) > 1 else None
     except (msgspec.MsgspecError, ValueError, KeyError, TypeError, IndexError):
         raise OutputFileError(f"{state_path} is damaged; remove it to rescan the output") from None
-    return _State(plan, fmt, done)
+    return _State(plan, fmt, done, checked, version)
 
 
 def _write_state(state_path: Path, state: _State) -> None:
@@ -155,6 +168,8 @@ def _write_state(state_path: Path, state: _State) -> None:
             (f"{job} {rows}\n" if rows is not None else f"{job}\n").encode()
             for job, rows in sorted(state.done.items())
         )
+        if state.checked:
+            handle.write(_CHECKED + b"\n")
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, state_path)
@@ -286,7 +301,9 @@ def _prepare(
         if ends_whole(out) and (not counts_known or lines == expected):
             if saved is None or saved.plan != plan:
                 _write_state(state_path, state)
-            return _Prepared(plan, done, {}, lines, set(), None, None, complete=True)
+            # Every piece is written; unless the check ran, the run only checks.
+            checked = saved is not None and saved.checked and saved.plan == plan
+            return _Prepared(plan, done, {}, lines, set(), None, None, complete=checked)
         repaired = (
             "its last line was cut" if not ends_whole(out)
             else f"it held {lines:,} rows where {expected:,} were written"
@@ -306,7 +323,7 @@ def _prepare(
         # Its remaining rows are a prefix of its walk: rebuild its cursor from them.
         again, _, _, _ = _cursors_from_rows(plan, jobs, read_rows(out, fmt), done)
         cursors.update({i: c for i, c in again.items() if i in lost})
-    if saved is None or saved.plan != plan or lost or not has_rows:
+    if saved is None or saved.plan != plan or lost or not has_rows or saved.version < STATE_VERSION:
         if not has_rows:
             state.done = done = {}
         _write_state(state_path, state)
@@ -338,11 +355,16 @@ def _prepare_parquet(
             writer.remove(job.index)
     kept = sum(n or 0 for n in done.values())
     complete = all(job.index in done for job in mine)
-    if saved is None or saved.plan != state.plan or repaired:
+    checked = saved is not None and saved.checked and saved.plan == state.plan and not repaired
+    state.checked = checked and complete
+    if (
+        saved is None or saved.plan != state.plan or repaired
+        or saved.version < STATE_VERSION
+    ):
         _write_state(state_path, state)
     return _Prepared(
         state.plan, done, {}, kept, set(), "; ".join(repaired) or None, extended_from,
-        complete=complete and not repaired and extended_from is None,
+        complete=complete and checked and extended_from is None,
     )
 
 
@@ -450,9 +472,8 @@ async def _run(
                     else:
                         assert rows_file is not None
                         rows_file.sync()
-                    state.write(b"%d %d\n" % (job.index, job_rows.pop(job.index, 0)))
-                    state.flush()
-                    os.fsync(state.fileno())
+                    rows_done = done[job.index] = job_rows.pop(job.index, 0)
+                    _append_state(state, b"%d %d\n" % (job.index, rows_done))
                     progress.jobs_done += 1
                     coverage.pop(job.index, None)
                 if on_progress is not None:
@@ -460,6 +481,9 @@ async def _run(
                         (progress.jobs_done + sum(coverage.values())) / len(mine) if mine else 1.0
                     )
                     on_progress(progress)
+            if all(job.index in done for job in mine):
+                await _check_output(client, path, fmt, prepared.plan, mine, done, state,
+                                    rows_file, parts, progress, on_progress)
     finally:
         if rows_file is not None:
             rows_file.close()
@@ -479,6 +503,57 @@ async def _run(
         repaired=prepared.repaired,
         extended_from=prepared.extended_from,
     )
+
+
+def _append_state(state: BinaryIO, line: bytes) -> None:
+    state.write(line)
+    state.flush()
+    os.fsync(state.fileno())
+
+
+def _output_ledger(
+    out: Path, fmt: Format, plan: RewardPlan, jobs: Sequence[RewardJob]
+) -> RewardLedger[WireReward]:
+    """What the output holds of ``jobs``, for the check."""
+    ledger: RewardLedger[WireReward] = RewardLedger()
+    for job in jobs:
+        ledger.add_range(job.index, job.params())
+    rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)
+    for row in rows:
+        index = plan.job_of(row)
+        if index is not None and index in ledger:
+            ledger.add(index, (row,))
+    return ledger
+
+
+async def _check_output(
+    client: Client, out: Path, fmt: Format, plan: RewardPlan, mine: Sequence[RewardJob],
+    done: dict[int, int | None], state: BinaryIO, rows_file: RowFile | None,
+    parts: PartWriter | None, progress: BackfillProgress,
+    on_progress: Callable[[BackfillProgress], None] | None,
+) -> None:
+    """The check (see ``_ledger``) over every piece the output holds, once every piece is
+    written: rewards booked behind the walks while they ran are appended, and the state says the
+    check ran. The output is read back for it: 16 bytes per row in memory, no more."""
+    ledger = await asyncio.to_thread(_output_ledger, out, fmt, plan, mine)
+    async for key, fresh in check_rewards(client, ledger, WIRE_RECORDS):
+        assert isinstance(key, int)
+        index = key
+        if parts is not None:
+            parts.write(index, fresh)
+            parts.finish(index)
+        else:
+            assert rows_file is not None
+            rows_file.write(fresh)
+            rows_file.sync()
+        count = done.get(index)
+        if count is not None:
+            done[index] = count + len(fresh)
+            _append_state(state, b"%d %d\n" % (index, count + len(fresh)))
+        progress.records += len(fresh)
+        if on_progress is not None:
+            on_progress(progress)
+    _append_state(state, _CHECKED + b"\n")
 
 
 async def backfill_to_stream(
@@ -503,10 +578,14 @@ async def backfill_to_stream(
     accounts_seen: set[str] = set()
     requests_before = client.stats.requests
     began = time.monotonic()
+    ledger: RewardLedger[WireReward] = RewardLedger()
+    for job in mine:
+        ledger.add_range(job.index, job.params())
     async for job, page, finished in run_reward_jobs(
         client, mine, concurrency=concurrency, records=WIRE_RECORDS
     ):
         if page:
+            ledger.add(job.index, page)
             stream.write(encode_jsonl(page))
             stream.flush()
             progress.records += len(page)
@@ -520,6 +599,12 @@ async def backfill_to_stream(
                 (progress.jobs_done + sum(coverage.values())) / len(mine) if mine else 1.0
             )
             on_progress(progress)
+    # Rewards booked behind the walks while they ran (see ``_ledger``).
+    async for _key, fresh in check_rewards(client, ledger, WIRE_RECORDS):
+        stream.write(encode_jsonl(fresh))
+        stream.flush()
+        progress.records += len(fresh)
+        accounts_seen.update(r.mining_account_name for r in fresh)
     progress.fraction = 1.0
     progress.finished = True
     if on_progress is not None:

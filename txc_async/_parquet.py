@@ -6,14 +6,14 @@ written atomically, with typed columns and exact decimals (the wire's strings ar
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ._errors import TxcError
 from ._walk import WireReward
 
-__all__ = ["DECIMAL_TYPE", "PartWriter", "load_pyarrow", "part_files", "schema"]
+__all__ = ["DECIMAL_TYPE", "PartWriter", "load_pyarrow", "part_files", "read_part_rows", "schema"]
 
 #: Precision and scale of every amount column: 20 digits before the point, 18 after. A wire
 #: amount with more digits is refused rather than rounded.
@@ -134,3 +134,20 @@ class PartWriter:
             path.unlink()
         self._buffers.pop(job, None)
         self._chunks.pop(job, None)
+
+
+def read_part_rows(directory: Path) -> Iterator[WireReward]:
+    """The rows of every part file, amounts as Arrow writes decimals out (``1.200…``, or with an
+    exponent): the same amounts, spelled differently from the wire."""
+    pa = load_pyarrow()
+    for path in part_files(directory):
+        table = pa.parquet.read_table(path)
+        columns = [
+            table.column(name).cast(pa.string()).to_pylist()
+            for name in ("mining_account_name", "total_reward", "reward", "fee", "fpps_rate",
+                         "hash_rate")
+        ]
+        # Parquet keeps the seconds as milliseconds: back to seconds, then to integers.
+        dates = table.column("date").cast(schema().field("date").type).cast(pa.int64()).to_pylist()
+        for account, total, reward, fee, rate, hashrate, date in zip(*columns, dates, strict=True):
+            yield WireReward(account, total, reward, fee, rate, hashrate, date)

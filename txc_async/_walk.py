@@ -1,10 +1,10 @@
-"""The exact walk through a range of mining rewards, shared by ``Client.iter_mining_rewards`` and
-the backfills: every record once, even while the server books new rewards inside the range."""
+"""The walk through a range of mining rewards, shared by ``Client.iter_mining_rewards`` and the
+backfills: every record once, even while the server books new rewards inside the range (what is
+booked behind the walk is left to the check that follows it, in ``_ledger``)."""
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -19,15 +19,13 @@ if TYPE_CHECKING:
     from ._client import Client
 
 __all__ = [
-    "CATCH_UP_PASSES",
     "MAX_OFFSET",
     "PAGE_LIMIT",
     "REWARD_RECORDS",
-    "UNSETTLED_SECONDS",
     "WIRE_RECORDS",
+    "R",
     "RewardsCursor",
     "WireReward",
-    "read_again",
     "walk_rewards",
 ]
 
@@ -35,10 +33,6 @@ __all__ = [
 PAGE_LIMIT = 100
 #: The deepest offset the API accepts.
 MAX_OFFSET = 10_000
-#: A range ending less than this many seconds ago may still get bookings at its newest dates.
-UNSETTLED_SECONDS = 2 * 86_400
-#: How many times, at most, a walk of such a range reads its newest dates again at the end.
-CATCH_UP_PASSES = 3
 
 
 class WireReward(msgspec.Struct, frozen=True, rename="camel"):
@@ -132,14 +126,9 @@ class RewardsCursor(Generic[R]):
 
 
 async def walk_rewards(
-    client: Client,
-    cursor: RewardsCursor[R],
-    records: Operation[list[R]],
-    *,
-    catch_up: bool = True,
-    now: float | None = None,
+    client: Client, cursor: RewardsCursor[R], records: Operation[list[R]]
 ) -> AsyncIterator[list[R]]:
-    """Every reward of ``cursor.params``'s range exactly once, page by page, newest first.
+    """Every reward of ``cursor.params``'s range once, page by page, newest first.
 
     ``records`` says how a page decodes (``REWARD_RECORDS`` or ``WIRE_RECORDS``). The cursor is
     updated as pages are returned, so the walk can be resumed from it.
@@ -161,73 +150,15 @@ async def walk_rewards(
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
     * A reward booked meanwhile *behind* the walk (newer than the boundary, or at the boundary
-      date before ``offset``) has left the part still to walk. It causes no duplicate and no
-      miss of another record. Bookings land on the newest dates (today's rewards; yesterday's
-      booked just after midnight): so when a fresh walk's range ends less than
-      ``UNSETTLED_SECONDS`` ago, the walk reads its newest dates once more at the end (from the
-      newest date it saw first to the range's end) and returns what it had not returned, up to
-      ``CATCH_UP_PASSES`` times while such reads still find something (``catch_up=False``
-      leaves that to the caller, see :func:`read_again`). A booking behind the
-      walk at an older date (a correction of a settled day) is not returned by this walk;
-      settled days do not change, which is why the command line's range ends with the last
-      whole UTC day by default.
+      date before ``offset``) has left the part still to walk: the walk does not return it. The
+      check that follows every walk (``txc_async._ledger.check_rewards``) finds and returns it.
 
-    Memory: ``seen`` only holds records of one date (the boundary) (and a walk that reads its
-    newest dates again keeps the records of those dates), at most the
-    10,100 records one date can hold before the API's offset bound makes the walk fail (name the
-    account then), plus the page being read. Requests: one per page, as plain offset paging;
-    offsets stay below the records of one date, so the API's 10,000 bound is no limit on range
-    size. It assumes, as any offset paging does, that records of one date keep their order.
+    Memory: ``seen`` only holds records of one date (the boundary), at most the 10,100 records
+    one date can hold before the API's offset bound makes the walk fail (name the account then),
+    plus the page being read. Requests: one per page, as plain offset paging; offsets stay below
+    the records of one date, so the API's 10,000 bound is no limit on range size. It assumes, as
+    any offset paging does, that records of one date keep their order.
     """
-    moment = time.time() if now is None else now
-    end = cursor.params.get("to")
-    catch_up = (
-        catch_up
-        and cursor.offset == 0 and not cursor.seen
-        and (end is None or end >= moment - UNSETTLED_SECONDS)
-    )
-    original = dict(cursor.params)
-    newest: int | None = None
-    recent: set[R] = set()  # what was returned at the newest dates, for the reads at the end
-    async for page in _walk(client, cursor, records):
-        if catch_up:
-            if newest is None:
-                newest = page[0].date
-            recent.update(r for r in page if r.date >= newest)
-        yield page
-    if catch_up:
-        tail = original if newest is None else original | {"from": newest}
-        async for page in read_again(client, [tail], recent, records):
-            yield page
-
-
-async def read_again(
-    client: Client,
-    ranges: list[dict[str, Any]],
-    returned: set[R],
-    records: Operation[list[R]],
-) -> AsyncIterator[list[R]]:
-    """Read ``ranges`` (the newest dates of walks already made) again and return what is not in
-    ``returned`` (every record returned in those ranges), up to ``CATCH_UP_PASSES`` times while
-    a read still finds something: the rewards booked there while the walks ran."""
-    for _ in range(CATCH_UP_PASSES):
-        found = False
-        for params in ranges:
-            again: RewardsCursor[R] = RewardsCursor(dict(params))
-            async for page in _walk(client, again, records):
-                fresh = [r for r in page if r not in returned]
-                if fresh:
-                    found = True
-                    returned.update(fresh)
-                    yield fresh
-        if not found:
-            return
-
-
-async def _walk(
-    client: Client, cursor: RewardsCursor[R], records: Operation[list[R]]
-) -> AsyncIterator[list[R]]:
-    """The walk itself: every record of ``cursor.params``'s range, see :func:`walk_rewards`."""
     limit = PAGE_LIMIT
     while True:
         page = await client._rewards_page(

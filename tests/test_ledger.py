@@ -1,0 +1,89 @@
+"""The check that ends every walk of mining rewards (``txc_async._ledger``)."""
+
+from __future__ import annotations
+
+import itertools
+from decimal import Decimal
+
+from aioresponses import aioresponses
+
+import txc_async
+from txc_async._ledger import RewardLedger, check_rewards, record_digest
+from txc_async._models import MiningReward
+from txc_async._walk import MAX_OFFSET, REWARD_RECORDS, WireReward
+
+from .conftest import make_rewards, requests_to, serve_rewards
+
+START = 1704067200
+DAY = 86400
+REWARDS_PATH = "/api/v4/mining/rewards"
+
+
+def _wire(total: str, date: int = START) -> WireReward:
+    return WireReward("acc_1", total, "1", "0", "0.5", "1 TH/s", date)
+
+
+def test_an_amount_has_one_digest_however_it_is_spelled() -> None:
+    same = [_wire("1.2"), _wire("1.20"), _wire("1.200000000000000000"), _wire("1.2E0"),
+            MiningReward("acc_1", Decimal("1.20"), Decimal(1), Decimal(0), Decimal("0.50"),
+                         "1 TH/s", START)]
+    assert len({record_digest(r) for r in same}) == 1
+    assert record_digest(_wire("0.0000001")) == record_digest(_wire("1.00000000000E-7"))
+    assert record_digest(_wire("0")) == record_digest(_wire("-0.000"))
+    different = [_wire("1.2"), _wire("12"), _wire("0.12"), _wire("1.2", START + 1),
+                 WireReward("acc_2", "1.2", "1", "0", "0.5", "1 TH/s", START)]
+    assert len({record_digest(r) for r in different}) == len(different)
+
+
+def test_segments_tile_the_ranges_and_pieces_stay_within_the_offset_bound() -> None:
+    ledger: RewardLedger[WireReward] = RewardLedger()
+    end = START + 300 * DAY - 1
+    ledger.add_range("a", {"from": START, "to": START + 150 * DAY - 1})
+    ledger.add_range("b", {"from": START + 150 * DAY, "to": end})
+    for key, first in (("a", 0), ("b", 150)):
+        ledger.add(key, (WireReward(f"acc_{n:02d}", "1", "1", "0", "1", "1 TH/s",
+                                    START + day * DAY)
+                         for day in range(first, first + 150) for n in range(60)))
+    assert len(ledger) == 18_000
+    pieces = ledger.pieces()
+    segments = [s for piece in pieces for s in piece]
+    assert all(sum(s.count for s in piece) <= MAX_OFFSET for piece in pieces)
+    assert len(pieces) == 2 and sum(s.count for s in segments) == 18_000
+    # Newest first, contiguous, covering the two ranges exactly: one piece spans both ranges.
+    assert segments[0].hi == end and segments[-1].lo == START
+    assert all(
+        newer.lo == older.hi + 1  # type: ignore[operator]
+        for newer, older in itertools.pairwise(segments)
+    )
+    assert all(s.count <= 120 for s in segments)
+
+
+async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
+    mocked: aioresponses, client: txc_async.Client
+) -> None:
+    records = make_rewards(60, 300)
+    serve_rewards(mocked, records)
+    ledger: RewardLedger[MiningReward] = RewardLedger()
+    params = {"from": START, "to": START + 300 * DAY - 1}
+    ledger.add_range(0, params)
+    ledger.add(0, [r async for r in client.iter_mining_rewards(**{  # type: ignore[arg-type]
+        "start": START, "end": START + 300 * DAY - 1})])
+    walked = len(requests_to(mocked, REWARDS_PATH))
+    # Three corrections of settled days, booked after the walk passed them.
+    booked = [
+        records[0] | {"totalReward": "9.99", "date": START + day * DAY} for day in (3, 150, 299)
+    ]
+    records.extend(booked)
+    found = [(key, r) async for key, page in check_rewards(client, ledger, REWARD_RECORDS)
+             for r in page]
+    assert sorted(r.date for _, r in found) == [START + d * DAY for d in (3, 150, 299)]
+    assert {key for key, _ in found} == {0}
+    assert all(r.total_reward == Decimal("9.99") for _, r in found)
+    used = len(requests_to(mocked, REWARDS_PATH)) - walked
+    # Two pieces probed, then halving down to a segment per booking, one read of each, and a
+    # second check that finds nothing: a few dozen requests for 18,000 records.
+    assert used <= 60
+    # Nothing more: a check of the same ledger costs one request per piece.
+    before = len(requests_to(mocked, REWARDS_PATH))
+    assert [p async for p in check_rewards(client, ledger, REWARD_RECORDS)] == []
+    assert len(requests_to(mocked, REWARDS_PATH)) - before == 2

@@ -1,0 +1,278 @@
+"""The check that ends every walk of mining rewards: what the walk returned, counted per date,
+is compared with what the server holds, so a reward booked anywhere in the walked ranges while the
+walk ran (behind it as well as ahead) is found and returned, once.
+
+How it is exact. Records are only ever added, never removed, and the server answers any
+``from..to`` newest first. So a request for ``from..to`` at ``offset = n`` (the number of records
+already returned there) with ``limit = 1`` answers a record exactly when the server holds more
+records in ``from..to`` than were returned: when something was booked there that the walk did
+not return. The check asks that of the walked ranges, cut into pieces of at most ``MAX_OFFSET``
+returned records (one request per 10,000 records), halves a piece that answers until it is down
+to one segment of about ``SEGMENT_RECORDS`` records, reads that segment again and returns the
+records it did not return before (compared by a 128-bit digest of each record's content).
+
+What it guarantees: every reward the server holds in the ranges when the check begins is returned
+exactly once. A check that found something is followed by another (up to ``CHECK_PASSES``), for
+what was booked while it ran.
+
+Memory: 16 bytes per returned record (the digest, 1.6 MB per 100,000 records), kept per date.
+Requests: one per 10,000 returned records and range, plus about ``2 * log2(pieces)`` and one or
+two pages for each place where something was booked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections import Counter
+from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any, Generic
+
+from ._operations import Operation
+from ._walk import MAX_OFFSET, R, RewardsCursor, walk_rewards
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+__all__ = [
+    "CHECK_PASSES",
+    "SEGMENT_RECORDS",
+    "RewardLedger",
+    "check_rewards",
+    "every_reward",
+    "record_digest",
+]
+
+#: The check reads again at most this many records around a place where something was booked.
+SEGMENT_RECORDS = 100
+#: A check that found something is repeated, at most this many checks in all.
+CHECK_PASSES = 3
+#: How many pieces are probed at once.
+CHECK_CONCURRENCY = 8
+_DIGEST_BYTES = 16
+_PLAIN = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
+def _amount(value: object) -> str:
+    """A decimal amount in one spelling whatever its source: the wire's string, a ``Decimal``,
+    or a Parquet column's text (``1.200``, ``1.2`` and ``1.2E0`` are all ``1.2``)."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else format(value, "f")
+    if not _PLAIN.fullmatch(text):
+        try:
+            text = format(Decimal(text), "f")
+        except (InvalidOperation, ValueError):
+            return text
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def record_digest(record: Any) -> bytes:
+    """A 128-bit digest of a reward's content (``MiningReward`` or ``WireReward``, read from the
+    wire or from a file), equal for equal rewards."""
+    text = "\x1f".join((
+        record.mining_account_name or "", _amount(record.total_reward), _amount(record.reward),
+        _amount(record.fee), _amount(record.fpps_rate), record.hash_rate or "", str(record.date),
+    ))
+    return hashlib.blake2b(text.encode(), digest_size=_DIGEST_BYTES).digest()
+
+
+@dataclass(slots=True)
+class _Range:
+    key: Hashable
+    base: dict[str, Any]
+    start: int | None
+    end: int | None
+    #: The digests of the records returned, per date.
+    dates: dict[int, bytearray] = field(default_factory=dict)
+
+    def add(self, record: Any, digest: bytes | None = None) -> None:
+        digests = self.dates.get(record.date)
+        if digests is None:
+            digests = self.dates[record.date] = bytearray()
+        digests += digest or record_digest(record)
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    range: _Range
+    lo: int | None
+    hi: int | None
+    count: int
+
+
+class RewardLedger(Generic[R]):
+    """What walks returned, per range (``key``: a backfill's piece, say) and date, for
+    :func:`check_rewards`."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[Hashable, _Range] = {}
+
+    def add_range(self, key: Hashable, params: dict[str, Any]) -> None:
+        """A range that is walked: its request parameters (``from``, ``to``, ``account``)."""
+        base = {k: v for k, v in params.items() if k not in ("from", "to", "offset", "limit")}
+        self._ranges[key] = _Range(key, base, params.get("from"), params.get("to"))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ranges
+
+    def add(self, key: Hashable, records: Iterable[R]) -> None:
+        """Records returned for range ``key``."""
+        rng = self._ranges[key]
+        for record in records:
+            rng.add(record)
+
+    def __len__(self) -> int:
+        return sum(
+            len(digests) // _DIGEST_BYTES
+            for rng in self._ranges.values() for digests in rng.dates.values()
+        )
+
+    def pieces(self) -> list[list[_Segment]]:
+        """The ranges cut into segments of about ``SEGMENT_RECORDS`` records (newest first), and
+        those gathered into pieces of at most ``MAX_OFFSET`` records over contiguous dates of
+        the same filters."""
+        by_filter: dict[tuple[tuple[str, Any], ...], list[_Segment]] = {}
+        for rng in self._ranges.values():
+            by_filter.setdefault(tuple(sorted(rng.base.items())), []).extend(_segments(rng))
+        pieces: list[list[_Segment]] = []
+        for segments in by_filter.values():
+            segments.sort(key=lambda s: (s.hi is None, s.hi), reverse=True)
+            piece: list[_Segment] = []
+            total = 0
+            for segment in segments:
+                if piece and (
+                    total + segment.count > MAX_OFFSET
+                    or piece[-1].lo is None or segment.hi is None
+                    or segment.hi != piece[-1].lo - 1
+                ):
+                    pieces.append(piece)
+                    piece, total = [], 0
+                piece.append(segment)
+                total += segment.count
+            if piece:
+                pieces.append(piece)
+        return pieces
+
+
+def _segments(rng: _Range) -> list[_Segment]:
+    """``rng`` cut into segments that tile it (newest first), each closed at a date once it
+    holds ``SEGMENT_RECORDS`` records."""
+    dates = sorted(rng.dates, reverse=True)
+    segments: list[_Segment] = []
+    hi = rng.end
+    count = 0
+    for i, date in enumerate(dates):
+        count += len(rng.dates[date]) // _DIGEST_BYTES
+        if count >= SEGMENT_RECORDS and i + 1 < len(dates):
+            segments.append(_Segment(rng, date, hi, count))
+            hi, count = date - 1, 0
+    segments.append(_Segment(rng, rng.start, hi, count))
+    return segments
+
+
+def _span(base: dict[str, Any], lo: int | None, hi: int | None) -> dict[str, Any]:
+    params = dict(base)
+    if lo is not None:
+        params["from"] = lo
+    if hi is not None:
+        params["to"] = hi
+    return params
+
+
+async def _holds_more(client: Client, piece: Sequence[_Segment], records: Operation[list[R]]
+                      ) -> bool:
+    """Whether the server holds more records in ``piece`` than were returned there."""
+    count = sum(s.count for s in piece)
+    params = _span(piece[0].range.base, piece[-1].lo, piece[0].hi)
+    page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
+    return bool(page)
+
+
+async def _read_again(client: Client, segment: _Segment, records: Operation[list[R]]
+                      ) -> list[R]:
+    """The records of ``segment`` that were not returned before (now recorded as returned)."""
+    rng = segment.range
+    returned: Counter[bytes] = Counter()
+    lo, hi = segment.lo, segment.hi
+    for date, digests in rng.dates.items():
+        if (lo is None or date >= lo) and (hi is None or date <= hi):
+            returned.update(
+                bytes(digests[i:i + _DIGEST_BYTES]) for i in range(0, len(digests), _DIGEST_BYTES)
+            )
+    fresh: list[R] = []
+    cursor: RewardsCursor[R] = RewardsCursor(_span(rng.base, segment.lo, segment.hi))
+    async for page in walk_rewards(client, cursor, records):
+        for record in page:
+            digest = record_digest(record)
+            if returned[digest] > 0:
+                returned[digest] -= 1
+            else:
+                fresh.append(record)
+                rng.add(record, digest)
+    return fresh
+
+
+async def _search(
+    client: Client, piece: Sequence[_Segment], records: Operation[list[R]], *, known: bool
+) -> list[tuple[Hashable, list[R]]]:
+    """What ``piece`` holds that was not returned (``known``: it holds something)."""
+    if not known and sum(s.count for s in piece) <= MAX_OFFSET:
+        known = await _holds_more(client, piece, records)
+        if not known:
+            return []
+    if len(piece) == 1:
+        fresh = await _read_again(client, piece[0], records)
+        return [(piece[0].range.key, fresh)] if fresh else []
+    middle = len(piece) // 2
+    newer = await _search(client, piece[:middle], records, known=False)
+    # Records are never removed: when the newer half holds nothing new, the older one does.
+    older = await _search(client, piece[middle:], records, known=not newer)
+    return newer + older
+
+
+async def check_rewards(
+    client: Client, ledger: RewardLedger[R], records: Operation[list[R]]
+) -> AsyncIterator[tuple[Hashable, list[R]]]:
+    """``(range key, records)`` for every reward the server holds in the ledger's ranges that
+    was not returned: see the module's description. The ledger records them as returned."""
+    gate = asyncio.Semaphore(CHECK_CONCURRENCY)
+
+    async def search(piece: list[_Segment]) -> list[tuple[Hashable, list[R]]]:
+        async with gate:
+            return await _search(client, piece, records, known=False)
+
+    for _ in range(CHECK_PASSES):
+        found = False
+        tasks = [asyncio.ensure_future(search(p)) for p in ledger.pieces()]
+        try:
+            answers = await asyncio.gather(*tasks)
+        finally:  # a failing probe (or leaving early) stops the others
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for answer in answers:
+            for key, fresh in answer:
+                found = True
+                yield key, fresh
+        if not found:
+            return
+
+
+async def every_reward(
+    client: Client, params: dict[str, Any], records: Operation[list[R]]
+) -> AsyncIterator[list[R]]:
+    """Every reward of ``params``'s range exactly once, page by page: the walk, then the check."""
+    ledger: RewardLedger[R] = RewardLedger()
+    ledger.add_range(0, params)
+    cursor: RewardsCursor[R] = RewardsCursor(dict(params))
+    async for page in walk_rewards(client, cursor, records):
+        ledger.add(0, page)
+        yield page
+    async for _key, fresh in check_rewards(client, ledger, records):
+        yield fresh
