@@ -343,6 +343,16 @@ async def test_iter_mining_rewards_stops_on_a_short_page(
     assert len(requests_to(mocked, REWARDS_PATH)) == 3
 
 
+async def test_iter_mining_rewards_of_one_page_takes_one_request(
+    mocked: aioresponses, client: txc_async.Client
+) -> None:
+    # One short answer held the whole range at once: there is nothing for a check to find.
+    serve_rewards(mocked, [reward(1704067200 + d * 86400) for d in range(40)])
+    got = [r async for r in client.iter_mining_rewards(account="acc_1", end=1735689599)]
+    assert len(got) == 40
+    assert len(requests_to(mocked, REWARDS_PATH)) == 1
+
+
 # -- refused input -------------------------------------------------------------------------------
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
@@ -762,3 +772,4 @@ async def test_a_cancelled_call_leaves_the_client_usable(
     with pytest.raises(asyncio.CancelledError):
         await call
     assert await client.main_balance() == {"BTC": Decimal(2)}
+

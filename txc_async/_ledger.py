@@ -267,12 +267,14 @@ async def check_rewards(
 async def every_reward(
     client: Client, params: dict[str, Any], records: Operation[list[R]]
 ) -> AsyncIterator[list[R]]:
-    """Every reward of ``params``'s range exactly once, page by page: the walk, then the check."""
+    """Every reward of ``params``'s range exactly once, page by page: the walk, then the check
+    (not needed when the walk took one request: that answer held the whole range at once)."""
     ledger: RewardLedger[R] = RewardLedger()
     ledger.add_range(0, params)
     cursor: RewardsCursor[R] = RewardsCursor(dict(params))
     async for page in walk_rewards(client, cursor, records):
         ledger.add(0, page)
         yield page
-    async for _key, fresh in check_rewards(client, ledger, records):
-        yield fresh
+    if cursor.requests > 1:
+        async for _key, fresh in check_rewards(client, ledger, records):
+            yield fresh

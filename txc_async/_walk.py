@@ -123,6 +123,8 @@ class RewardsCursor(Generic[R]):
     params: dict[str, Any]
     offset: int = 0
     seen: set[R] = field(default_factory=set)
+    #: Requests made by walks from this cursor.
+    requests: int = 0
 
 
 async def walk_rewards(
@@ -161,6 +163,7 @@ async def walk_rewards(
     """
     limit = PAGE_LIMIT
     while True:
+        cursor.requests += 1
         page = await client._rewards_page(
             records, cursor.params | {"limit": limit, "offset": cursor.offset}
         )
