@@ -87,3 +87,23 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
     before = len(requests_to(mocked, REWARDS_PATH))
     assert [p async for p in check_rewards(client, ledger, REWARD_RECORDS)] == []
     assert len(requests_to(mocked, REWARDS_PATH)) - before == 2
+
+
+def test_the_ledger_keeps_24_bytes_a_record() -> None:
+    import tracemalloc
+
+    ledger: RewardLedger[WireReward] = RewardLedger()
+    # One range per account, one record per date: the case where an object per date would
+    # cost the most.
+    for n in range(100):
+        ledger.add_range(n, {"from": START, "to": START + 1000 * DAY, "account": f"acc_{n:03d}"})
+    tracemalloc.start()
+    try:
+        for n in range(100):
+            ledger.add(n, (WireReward(f"acc_{n:03d}", "1.5", "1", "0.5", "0.1", "1 TH/s",
+                                      START + day * DAY) for day in range(1000)))
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(ledger) == 100_000
+    assert held < 100_000 * 30, f"{held / 100_000:.1f} bytes a record"

@@ -534,7 +534,7 @@ async def _check_output(
 ) -> None:
     """The check (see ``_ledger``) over every piece the output holds, once every piece is
     written: rewards booked behind the walks while they ran are appended, and the state says the
-    check ran. The output is read back for it: 16 bytes per row in memory, no more."""
+    check ran. The output is read back for it: 24 bytes per row in memory (its date and digest)."""
     ledger = await asyncio.to_thread(_output_ledger, out, fmt, plan, mine)
     async for key, fresh in check_rewards(client, ledger, WIRE_RECORDS):
         assert isinstance(key, int)
