@@ -515,7 +515,8 @@ def _output_ledger(
     out: Path, fmt: Format, plan: RewardPlan, jobs: Sequence[RewardJob]
 ) -> RewardLedger[WireReward]:
     """What the output holds of ``jobs``, for the check."""
-    ledger: RewardLedger[WireReward] = RewardLedger()
+    # JSONL and CSV hold the wire's strings; Parquet spells amounts its own way.
+    ledger: RewardLedger[WireReward] = RewardLedger(canonical=fmt == "parquet")
     for job in jobs:
         ledger.add_range(job.index, job.params())
     rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)

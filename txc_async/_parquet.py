@@ -140,14 +140,15 @@ def read_part_rows(directory: Path) -> Iterator[WireReward]:
     """The rows of every part file, amounts as Arrow writes decimals out (``1.200…``, or with an
     exponent): the same amounts, spelled differently from the wire."""
     pa = load_pyarrow()
+    date_type = schema().field("date").type
+    names = ("mining_account_name", "total_reward", "reward", "fee", "fpps_rate", "hash_rate")
     for path in part_files(directory):
-        table = pa.parquet.read_table(path)
-        columns = [
-            table.column(name).cast(pa.string()).to_pylist()
-            for name in ("mining_account_name", "total_reward", "reward", "fee", "fpps_rate",
-                         "hash_rate")
-        ]
-        # Parquet keeps the seconds as milliseconds: back to seconds, then to integers.
-        dates = table.column("date").cast(schema().field("date").type).cast(pa.int64()).to_pylist()
-        for account, total, reward, fee, rate, hashrate, date in zip(*columns, dates, strict=True):
-            yield WireReward(account, total, reward, fee, rate, hashrate, date)
+        # Batch by batch: a part file may hold 100,000 rows.
+        for batch in pa.parquet.ParquetFile(path).iter_batches(batch_size=8192):
+            columns = [batch.column(name).cast(pa.string()).to_pylist() for name in names]
+            # Parquet keeps the seconds as milliseconds: back to seconds, then to integers.
+            dates = batch.column("date").cast(date_type).cast(pa.int64()).to_pylist()
+            for account, total, reward, fee, rate, hashrate, date in zip(
+                *columns, dates, strict=True
+            ):
+                yield WireReward(account, total, reward, fee, rate, hashrate, date)
