@@ -531,3 +531,17 @@ async def test_a_run_stopped_before_its_check_checks_on_the_rerun(tmp_path: Path
         everything = _digests_of(_everything(box, START, end))
     got = _digests_of_output(out, fmt)
     assert len(got) == len(set(got)) == 301 and set(got) == everything
+
+
+async def test_the_command_line_returns_rewards_booked_behind_its_walk(tmp_path: Path) -> None:
+    out = tmp_path / "rewards.jsonl"
+    async with Sandbox(mining_accounts=20, rewards_days=40, enforce_limits=False) as box:
+        names = box.mining_account_names
+        _Bookings(box, lambda n: [(names[n % 20], START + (n * 11 % 40) * DAY)] if n <= 8 else [])
+        code, _, err = await _cli(box, "backfill-rewards", "--start", "2024-01-01",
+                                  "--end", "2024-02-09", "--out", str(out))
+        assert code == 0, err
+        everything = _digests_of(_everything(box, START, START + 40 * DAY - 1))
+    got = _digests_of_output(out, "jsonl")
+    assert len(box.rewards.booked) == 8
+    assert len(got) == len(set(got)) == 808 and set(got) == everything
