@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
 
+import msgspec
+import pytest
 from aioresponses import aioresponses
 
 import txc_async
 from txc_async._ledger import RewardLedger, check_rewards, record_digest
 from txc_async._models import MiningReward
+from txc_async._parquet import read_part_rows
+from txc_async._rowfile import read_rows
 from txc_async._walk import MAX_OFFSET, REWARD_RECORDS, WireReward
 
-from .conftest import make_rewards, requests_to, serve_rewards
+from .conftest import BASE, decode_signed, make_rewards, requests_to, serve_rewards
 
 START = 1704067200
 DAY = 86400
@@ -30,6 +37,7 @@ def test_an_amount_has_one_digest_however_it_is_spelled() -> None:
     assert len({record_digest(r) for r in same}) == 1
     assert record_digest(_wire("0.0000001")) == record_digest(_wire("1.00000000000E-7"))
     assert record_digest(_wire("0")) == record_digest(_wire("-0.000"))
+    assert record_digest(_wire("01.50")) == record_digest(_wire("1.5"))
     different = [_wire("1.2"), _wire("12"), _wire("0.12"), _wire("1.2", START + 1),
                  WireReward("acc_2", "1.2", "1", "0", "0.5", "1 TH/s", START)]
     assert len({record_digest(r) for r in different}) == len(different)
@@ -107,3 +115,106 @@ def test_the_ledger_keeps_24_bytes_a_record() -> None:
         tracemalloc.stop()
     assert len(ledger) == 100_000
     assert held < 100_000 * 30, f"{held / 100_000:.1f} bytes a record"
+
+
+# -- records the way the server may spell them ---------------------------------------------------
+
+
+def _rec(account: str, date: int, reward: str = "1.5", fee: str | None = "0") -> dict[str, Any]:
+    return {"miningAccountName": account, "totalReward": "1.5", "reward": reward, "fee": fee,
+            "fppsRate": "0.5", "hashRate": "1 TH/s", "date": date}
+
+
+def _serve_booking_at_the_check(
+    mocked: aioresponses, records: list[dict[str, Any]], booking: dict[str, Any]
+) -> None:
+    """Answer like the service; when the check's first probe arrives, book ``booking`` first."""
+    from aioresponses import CallbackResult
+
+    booked = [False]
+
+    def answer(url: Any, **kwargs: Any) -> CallbackResult:
+        body = decode_signed(kwargs)
+        if body["limit"] == 1 and not booked[0]:
+            booked[0] = True
+            records.append(booking)
+        chosen = [r for r in records if body.get("from", 0) <= r["date"] <= body.get("to", 2**62)]
+        chosen.sort(key=lambda r: (-r["date"], r["miningAccountName"]))
+        offset, limit = body["offset"], body["limit"]
+        return CallbackResult(payload={"offset": offset, "limit": limit,
+                                       "data": chosen[offset:offset + limit]})
+
+    mocked.post(BASE + REWARDS_PATH, callback=answer, repeat=True)
+
+
+def _odd_spellings() -> list[dict[str, Any]]:
+    """Two dates: the newer holds a reward spelled "00.5" among 149 others; the older holds one
+    with a null fee, so pages differ in what they hold besides plain decimals."""
+    newer, older = START + 2 * DAY, START + DAY
+    records = [_rec(f"acc_{i:03d}", newer, reward="00.5" if i == 120 else "1.5")
+               for i in range(150)]
+    return records + [_rec("acc_000", older, fee=None)] + [
+        _rec(f"acc_{i:03d}", older) for i in range(1, 20)]
+
+
+@pytest.mark.parametrize("fmt", ["stream", "jsonl", "csv", "parquet"])
+async def test_an_amount_keeps_its_spelling_whatever_its_page_holds(
+    mocked: aioresponses, client: txc_async.Client, tmp_path: Path, fmt: str
+) -> None:
+    from txc_async._export import backfill_to_file, backfill_to_stream
+
+    records = _odd_spellings()
+    # Booked behind the walk: the check reads the newer date again, in other pages.
+    _serve_booking_at_the_check(mocked, records, _rec("acc_200", START + 2 * DAY))
+    end = START + 3 * DAY - 1
+    if fmt == "stream":
+        out = io.BytesIO()
+        summary = await backfill_to_stream(client, start=START, end=end, stream=out)
+        assert summary.records_written == len(records) == 171
+        lines = out.getvalue().splitlines()
+        assert len([line for line in lines if b'"acc_120"' in line]) == 1
+        assert b'"reward":"00.5"' in out.getvalue()
+        return
+    path = tmp_path / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
+    summary = await backfill_to_file(client, start=START, end=end, path=path,
+                                     fmt=fmt)  # type: ignore[arg-type]
+    assert summary.records_written == len(records) == 171
+    rows = list(read_part_rows(path) if fmt == "parquet" else read_rows(path, fmt))  # type: ignore[arg-type]
+    assert len(rows) == 171
+    assert len({record_digest(r) for r in rows}) == 171
+    empty = [r for r in rows if r.mining_account_name == "acc_000" and r.date == START + DAY]
+    assert len(empty) == 1 and empty[0].fee == ""
+
+
+@pytest.mark.parametrize("how", ["iter_mining_rewards", "stream"])
+async def test_records_alike_in_every_field_are_one_reward(
+    mocked: aioresponses, client: txc_async.Client, how: str
+) -> None:
+    from txc_async._export import backfill_to_stream
+
+    date = START + DAY
+    # 150 records at one date, a page boundary among them, and a pair alike at each end of it.
+    records = [_rec(f"acc_{i:03d}", date) for i in range(150)]
+    records += [_rec("acc_099", date), _rec("acc_100", date), _rec("acc_005", date)]
+    serve_rewards(mocked, records)
+    if how == "stream":
+        out = io.BytesIO()
+        await backfill_to_stream(client, start=START, end=START + 2 * DAY - 1, stream=out)
+        got = [msgspec.json.decode(line) for line in out.getvalue().splitlines()]
+        names = [r["miningAccountName"] for r in got]
+    else:
+        names = [r.mining_account_name async for r in client.iter_mining_rewards(
+            start=START, end=START + 2 * DAY - 1)]
+    assert sorted(names) == [f"acc_{i:03d}" for i in range(150)]
+
+
+async def test_a_csv_output_refuses_a_line_break_in_a_text_field(
+    mocked: aioresponses, client: txc_async.Client, tmp_path: Path
+) -> None:
+    from txc_async._export import backfill_to_file
+    from txc_async._rowfile import OutputFileError
+
+    serve_rewards(mocked, [_rec("acc_a", START) | {"hashRate": "1 TH/s\r"}])
+    with pytest.raises(OutputFileError, match=r"hashRate .* holds a line break.*--format jsonl"):
+        await backfill_to_file(client, start=START, end=START + DAY - 1,
+                               path=tmp_path / "r.csv", fmt="csv")

@@ -4,12 +4,15 @@ walk ran (behind it as well as ahead) is found and returned, once.
 
 How it is exact. Records are only ever added, never removed, and the server answers any
 ``from..to`` newest first. So a request for ``from..to`` at ``offset = n`` (the number of records
-already returned there) with ``limit = 1`` answers a record exactly when the server holds more
-records in ``from..to`` than were returned: when something was booked there that the walk did
-not return. The check asks that of the walked ranges, cut into pieces of at most ``MAX_OFFSET``
-returned records (one request per 10,000 records), halves a piece that answers until it is down
-to one segment of about ``SEGMENT_RECORDS`` records, reads that segment again and returns the
-records it did not return before (compared by a 128-bit digest of each record's content).
+already returned there) with ``limit = 1`` answers a record when the server holds more records in
+``from..to`` than were returned: when something was booked there that the walk did not return.
+The check asks that of the walked ranges, cut into pieces of at most ``MAX_OFFSET`` returned
+records (one request per 10,000 records), halves a piece that answers until it is down to one
+segment (about ``SEGMENT_RECORDS`` records, or one date when a date holds more), reads that
+segment again and returns the records it did not return before, compared by a 128-bit digest of
+their content. A reward is its content (the API gives rewards no identifier): records alike in
+every field are one reward, returned once; a segment holding such a pair answers the probe and is
+read again at every check, finding nothing.
 
 What it guarantees: every reward the server holds in the ranges when the check begins is returned
 exactly once. A check that found something is followed by another (up to ``CHECK_PASSES``), for
@@ -17,15 +20,15 @@ what was booked while it ran.
 
 Memory: 24 bytes per returned record (its date and digest: 2.4 MB per 100,000 records), and no
 object per record or per date.
-Requests: one per 10,000 returned records and range, plus about ``2 * log2(pieces)`` and one or
-two pages for each place where something was booked.
+Requests: one per 10,000 returned records and range, plus for each place where something was
+booked about ``2 * log2(segments of its piece)`` probes and a read of its segment (one request
+per 100 of its records).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from array import array
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
@@ -51,27 +54,26 @@ __all__ = [
     "wire_digest",
 ]
 
-#: The check reads again at most this many records around a place where something was booked.
+#: A segment, the part the check reads again around a place where something was booked, ends at
+#: the first date boundary after this many records (a date holding more is one segment).
 SEGMENT_RECORDS = 100
 #: A check that found something is repeated, at most this many checks in all.
 CHECK_PASSES = 3
 #: How many pieces are probed at once.
 CHECK_CONCURRENCY = 8
 _DIGEST_BYTES = 16
-_PLAIN = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def _amount(value: object) -> str:
     """A decimal amount in one spelling whatever its source: the wire's string, a ``Decimal``,
-    or a Parquet column's text (``1.200``, ``1.2`` and ``1.2E0`` are all ``1.2``)."""
-    if value is None:
+    or a Parquet column's text (``01.200``, ``1.2`` and ``1.2E0`` are all ``1.2``)."""
+    if value is None or value == "":
         return ""
-    text = value if isinstance(value, str) else format(value, "f")
-    if not _PLAIN.fullmatch(text):
-        try:
-            text = format(Decimal(text), "f")
-        except (InvalidOperation, ValueError):
-            return text
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return str(value)
+    text = format(amount, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
@@ -113,14 +115,14 @@ class _Range:
         self.dates.append(record.date)
         self.digests += digest or self.digest(record)
 
-    def returned(self, lo: int | None, hi: int | None) -> Counter[bytes]:
-        """The digests of the records returned dated ``lo..hi``, counted."""
-        found: Counter[bytes] = Counter()
+    def returned(self, lo: int | None, hi: int | None) -> set[bytes]:
+        """The digests of the records returned dated ``lo..hi``."""
+        found: set[bytes] = set()
         digests = self.digests
         for i, date in enumerate(self.dates):
             if (lo is None or date >= lo) and (hi is None or date <= hi):
                 at = i * _DIGEST_BYTES
-                found[bytes(digests[at:at + _DIGEST_BYTES])] += 1
+                found.add(bytes(digests[at:at + _DIGEST_BYTES]))
         return found
 
 
@@ -232,9 +234,8 @@ async def _read_again(client: Client, segment: _Segment, records: Operation[list
     async for page in walk_rewards(client, cursor, records):
         for record in page:
             digest = rng.digest(record)
-            if returned[digest] > 0:
-                returned[digest] -= 1
-            else:
+            if digest not in returned:
+                returned.add(digest)
                 fresh.append(record)
                 rng.add(record, digest)
     return fresh

@@ -81,10 +81,13 @@ class PartWriter:
         fields = self._schema
         columns = [
             pa.array([r.mining_account_name for r in rows], pa.string()),
-            pa.array([r.total_reward for r in rows], pa.string()).cast(fields.field(1).type),
-            pa.array([r.reward for r in rows], pa.string()).cast(fields.field(2).type),
-            pa.array([r.fee for r in rows], pa.string()).cast(fields.field(3).type),
-            pa.array([r.fpps_rate for r in rows], pa.string()).cast(fields.field(4).type),
+            # An empty amount (the API left it out) is a null.
+            pa.array([r.total_reward or None for r in rows], pa.string()).cast(
+                fields.field(1).type),
+            pa.array([r.reward or None for r in rows], pa.string()).cast(fields.field(2).type),
+            pa.array([r.fee or None for r in rows], pa.string()).cast(fields.field(3).type),
+            pa.array([r.fpps_rate or None for r in rows], pa.string()).cast(
+                fields.field(4).type),
             pa.array([r.hash_rate for r in rows], pa.string()),
             pa.array([r.date for r in rows], pa.int64()).cast(fields.field(6).type),
         ]
@@ -151,4 +154,5 @@ def read_part_rows(directory: Path) -> Iterator[WireReward]:
             for account, total, reward, fee, rate, hashrate, date in zip(
                 *columns, dates, strict=True
             ):
-                yield WireReward(account, total, reward, fee, rate, hashrate, date)
+                yield WireReward(account, total or "", reward or "", fee or "", rate or "",
+                                 hashrate, date)

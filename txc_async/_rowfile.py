@@ -43,6 +43,15 @@ def encode_jsonl(rows: Sequence[WireReward]) -> bytes:
 
 
 def _encode_csv(rows: Sequence[WireReward]) -> bytes:
+    for r in rows:
+        for name, text in (("miningAccountName", r.mining_account_name),
+                           ("hashRate", r.hash_rate)):
+            if "\n" in text or "\r" in text:
+                # A CSV output is one row per line: that is how it resumes and is verified.
+                raise OutputFileError(
+                    f"a reward's {name} ({text!r}) holds a line break, which a CSV row cannot "
+                    "hold on one line: use --format jsonl or parquet"
+                )
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerows(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
@@ -57,12 +58,30 @@ class _WireRewardsPage(msgspec.Struct, frozen=True):
     data: list[WireReward]
 
 
+class _LooseWireReward(msgspec.Struct, frozen=True, rename="camel"):
+    """A reward whose amounts may be null or missing, as the API leaves open."""
+
+    mining_account_name: str
+    hash_rate: str
+    date: int
+    total_reward: str | None = None
+    reward: str | None = None
+    fee: str | None = None
+    fpps_rate: str | None = None
+
+
+class _LooseWireRewardsPage(msgspec.Struct, frozen=True):
+    data: list[_LooseWireReward]
+
+
 # The typed page goes through the operation's own decoder: tolerant where the API leaves things
 # open, and refusing any non-finite amount.
 _decode_page: Callable[[bytes], RewardsPage] = MINING_REWARDS.decode
 _decode_wire_page = msgspec.json.Decoder(_WireRewardsPage).decode
-# A plain decimal, as the service writes amounts; anything else (empty, NaN, Infinity, an
-# exponent) sends the page through the typed decoder, which reads it tolerantly or refuses it.
+_decode_loose_page = msgspec.json.Decoder(_LooseWireRewardsPage).decode
+# A plain decimal, as the service writes amounts, is kept as sent; anything else is read as the
+# typed decoder reads it: empty or null is "", an exponent is written out, and a NaN or an
+# infinity makes the typed decoder refuse the page.
 _PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
@@ -80,19 +99,49 @@ def _as_wire(record: MiningReward) -> WireReward:
     )
 
 
-def _wire_records(body: bytes) -> list[WireReward]:
+def _wire_amount(value: str | None) -> str | None:
+    """``value`` as an export writes it, or ``None`` when it is no finite amount."""
+    if value is None or value == "":
+        return ""
+    if _PLAIN_DECIMAL.fullmatch(value):
+        return value
     try:
-        records = _decode_wire_page(body).data
+        amount = Decimal(value)
+    except InvalidOperation:
+        return None
+    return format(amount, "f") if amount.is_finite() else None
+
+
+def _wire_records(body: bytes) -> list[WireReward]:
+    """The page's records, each record's amounts kept as the wire spells them when they are plain
+    decimals (whatever its neighbours hold), else read as the typed decoder reads them."""
+    try:
+        records: list[WireReward] | list[_LooseWireReward] = _decode_wire_page(body).data
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return [_as_wire(record) for record in _records(body)]
+        try:
+            records = _decode_loose_page(body).data
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return [_as_wire(record) for record in _records(body)]
     plain = _PLAIN_DECIMAL.fullmatch
+    out: list[WireReward] = []
     for record in records:
-        if not (
+        if isinstance(record, WireReward) and (
             plain(record.total_reward) and plain(record.reward) and plain(record.fee)
             and plain(record.fpps_rate)
         ):
+            out.append(record)
+            continue
+        total, reward, fee, rate = (
+            _wire_amount(record.total_reward), _wire_amount(record.reward),
+            _wire_amount(record.fee), _wire_amount(record.fpps_rate),
+        )
+        if total is None or reward is None or fee is None or rate is None:
+            # Not a finite amount: the typed decoder refuses the page and says why.
             return [_as_wire(record) for record in _records(body)]
-    return records
+        out.append(WireReward(
+            record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
+        ))
+    return out
 
 
 #: The rewards operation, answering the records of a page as ``MiningReward``s.
@@ -151,6 +200,9 @@ async def walk_rewards(
       record to a later position, never an earlier one. Every request reads the positions right
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
+    * A reward is its content: the API gives rewards no identifier, so records alike in every
+      field are one reward, returned once (the walk could not tell a second one from the first
+      pushed into a later page).
     * A reward booked meanwhile *behind* the walk (newer than the boundary, or at the boundary
       date before ``offset``) has left the part still to walk: the walk does not return it. The
       check that follows every walk (``txc_async._ledger.check_rewards``) finds and returns it.
@@ -170,6 +222,7 @@ async def walk_rewards(
         boundary = cursor.params.get("to")
         fresh: list[R] = []
         oldest = boundary
+        alike: set[R] = set()  # a reward is its content: records alike are one reward
         for record in page:
             if record.date == boundary:
                 if record in cursor.seen:
@@ -180,6 +233,10 @@ async def walk_rewards(
                     f"mining_rewards: the server answered a reward dated {record.date}, "
                     f"after the range's end {boundary}"
                 )
+            elif record in alike:
+                continue
+            else:
+                alike.add(record)
             fresh.append(record)
             if oldest is None or record.date < oldest:
                 oldest = record.date
