@@ -26,6 +26,12 @@ from ._ratelimit import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
+# Enum members read once: a member looked up on its class costs a descriptor call.
+_ANSWERED = Outcome.ANSWERED
+_RATE_LIMITED = Outcome.RATE_LIMITED
+_NOT_SENT = Outcome.NOT_SENT
+_NO_ANSWER = Outcome.NO_ANSWER
+
 #: Below this many budgets the limiter never sweeps.
 _SWEEP_FLOOR = 1024
 #: Entries out of the window are cut off a budget's log once there are this many and they make
@@ -362,13 +368,13 @@ class InProcessLimiter:
         """Record how an admitted request ended (see :class:`txc_async.Outcome`) and wake
         the head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
         budget = admission.token
-        if not isinstance(budget, _Budget):
+        if type(budget) is not _Budget:
             return 0.0  # settled already: an admission counts once
         admission.token = None
         pause = 0.0
         with budget.lock:
             budget.in_flight -= 1
-            if outcome is not Outcome.NO_ANSWER:
+            if outcome is not _NO_ANSWER:
                 # No answer: the deadline stays, since the request may still arrive until then.
                 now = self._clock()
                 log = budget.log
@@ -376,17 +382,23 @@ class InProcessLimiter:
                 at = bisect.bisect_left(log, deadline, budget.start)
                 if at < len(log) and log[at] == deadline:
                     del log[at]
-                    if outcome is not Outcome.NOT_SENT:
+                    if outcome is not _NOT_SENT:
                         # It arrived before its answer: that moment is the latest it counts from.
-                        bisect.insort(log, now, budget.start)
-                if outcome is Outcome.ANSWERED:
+                        if not log or log[-1] <= now:
+                            log.append(now)
+                        else:
+                            bisect.insort(log, now, budget.start)
+                if outcome is _ANSWERED:
                     budget.refusals.on_accepted(admission.admitted, now, admission.limit)
-                elif outcome is Outcome.RATE_LIMITED:
+                elif outcome is _RATE_LIMITED:
                     pause = budget.refusals.on_refused(
                         admission.admitted, now, admission.limit, retry_after, self._random
                     )
-            wake, budget.wake = budget.wake, None
-        _wake(wake)
+            wake = budget.wake
+            if wake is not None:
+                budget.wake = None
+        if wake is not None:
+            _wake(wake)
         return pause
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
