@@ -147,7 +147,6 @@ def _check_base_url(base_url: object) -> URL:
 
 
 @name_operations
-@name_operations
 class Client:
     """Asyncio client of the exchange API v4.
 
@@ -373,7 +372,9 @@ class Client:
         # Not a coroutine itself: the method awaits the pipeline's directly, one level fewer to
         # resume on every wake-up of the exchange.
         if self._closed:
-            raise TransportError("the client is closed", may_have_reached_server=False)
+            closed = TransportError("the client is closed", may_have_reached_server=False)
+            closed._attach_operation(op.name)
+            raise closed
         return self._pipeline.call(op, params, self._timeout, self._retry)
 
     # -- operations -------------------------------------------------------------------------

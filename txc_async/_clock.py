@@ -133,9 +133,12 @@ def parse_http_date(value: str) -> int | None:
     return seconds
 
 
+_floor = math.floor
+
+
 def _ms(seconds: float) -> int:
     # The microsecond added absorbs float rounding (1700000000.001 * 1000 = ...000.9999).
-    return math.floor(seconds * 1000.0 + 1e-3)
+    return _floor(seconds * 1000.0 + 1e-3)
 
 
 class ServerClock:
@@ -217,11 +220,16 @@ class ServerClock:
             return _ms(self.now()), MAX_NONCE_LEAD_MS
         mono = self.local.monotonic()
         # How far the server's clock may be below the estimate: half the bounds, plus drift.
-        below = self._half + MAX_DRIFT * max(0.0, mono - self._lo_at)
+        below = self._half
+        age = mono - self._lo_at
+        if age > 0.0:
+            below += MAX_DRIFT * age
+        # _ms, inline: this runs for every signed request.
+        now_ms = _floor((mono + offset) * 1000.0 + 1e-3)
         if below <= _FULL_LEAD_BELOW:
-            return _ms(mono + offset), MAX_NONCE_LEAD_MS
+            return now_ms, MAX_NONCE_LEAD_MS
         lead = NONCE_WINDOW_MS - _MARGIN_MS - math.ceil(below * 1000)
-        return _ms(mono + offset), max(0, lead)
+        return now_ms, max(0, lead)
 
     @property
     def offset(self) -> float:
@@ -250,7 +258,9 @@ class ServerClock:
         takes this sample at once."""
         if date is None:
             return
-        seconds = parse_http_date(date)
+        # The Date of answers repeats within a second: the last one parsed is kept.
+        cached = _last_date
+        seconds = cached[1] if cached[0] == date else parse_http_date(date)
         if seconds is None or not answered >= sent:
             return
         with self._lock:
@@ -263,8 +273,14 @@ class ServerClock:
             self._adopt(lo, hi, at, jump=True)
             return
         # Old bounds widen with their age: the clocks may have drifted since.
-        cur_lo = self._lo - MAX_DRIFT * max(0.0, at - self._lo_at)
-        cur_hi = self._hi + MAX_DRIFT * max(0.0, at - self._hi_at)
+        cur_lo = self._lo
+        age = at - self._lo_at
+        if age > 0.0:
+            cur_lo -= MAX_DRIFT * age
+        cur_hi = self._hi
+        age = at - self._hi_at
+        if age > 0.0:
+            cur_hi += MAX_DRIFT * age
         if lo <= cur_hi + TOLERANCE and hi >= cur_lo - TOLERANCE:
             self._pending = None
             if lo > cur_hi or hi < cur_lo:

@@ -90,6 +90,17 @@ def _finite_check(info: mi.Type) -> _Check | None:
     return None
 
 
+def _finite_value(info: mi.Type) -> Callable[[Any], bool] | None:
+    """Like :func:`_finite_check`, for one value of type ``info`` (an answer or a result)."""
+    if isinstance(info, mi.DictType) and isinstance(info.value_type, mi.DecimalType):
+        # A map of amounts (the balance): its values, checked at once.
+        return lambda value: all(map(_is_finite, value.values()))
+    check = _finite_check(info)
+    if check is None:
+        return None
+    return lambda value: check((value,))
+
+
 def _is_decimal(info: mi.Type) -> bool:
     """A decimal field: ``Decimal`` or ``Decimal | None``."""
     if isinstance(info, mi.UnionType):
@@ -129,7 +140,7 @@ class AnswerDecoder(Generic[W, R]):
         # With ``checked_result`` (the result's type), the result is checked instead of the wire
         # answer: cheaper when the result is a plain container of decimals.
         self._check_result = checked_result is not None
-        self._finite = _finite_check(
+        self._finite = _finite_value(
             mi.type_info(checked_result) if checked_result is not None else self._info
         )
 
@@ -143,9 +154,9 @@ class AnswerDecoder(Generic[W, R]):
             return self._result(answer)
         if self._check_result:
             result = self._result(answer)
-            if finite((result,)):
+            if finite(result):
                 return result
-        elif finite((answer,)):
+        elif finite(answer):
             return self._result(answer)
         # The careful reading names the first non-finite number and refuses the answer.
         return self._result(self.tolerant(body))

@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import functools
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from types import CodeType, FrameType
 from typing import Any, TypeVar
 
 __all__ = [
@@ -198,25 +200,39 @@ class InvalidParameterError(TxcError, ValueError):
         self.parameter = parameter
         self.rule = rule
         super().__init__(f"{parameter}: {rule}")
+        # Raised by the checks of an operation, before anything is sent: it names that one.
+        self.operation = _running_operation()
 
 
 # -- naming the operation of every error raised during a call ---------------------------------
+#
+# Three places name an error, none of them adding work to a call that succeeds:
+#
+# - the request pipeline names every error of an exchange with the operation it runs (the
+#   coroutine operations are named like their wire operation);
+# - an argument error, raised by a coroutine operation's own checks before the pipeline starts,
+#   names the operation whose code is running (looked up on the stack once the error is made);
+# - an async-generator operation (``iter_...``) names every error raised while it runs, over
+#   the name of the wire operation it pages through.
 
 _NOT_OPERATIONS = frozenset({"close", "aclose"})
+#: The code of every coroutine operation, by the name it goes by.
+_OPERATION_CODE: dict[CodeType, str] = {}
+#: How many frames up an argument error looks for its operation.
+_MAX_DEPTH = 32
 
 
-def _coroutine_naming(
-    name: str, method: Callable[..., Coroutine[Any, Any, T]]
-) -> Callable[..., Coroutine[Any, Any, T]]:
-    @functools.wraps(method)
-    async def call(*args: Any, **kwargs: Any) -> T:
-        try:
-            return await method(*args, **kwargs)
-        except TxcError as exc:
-            exc._attach_operation(name, outer=True)
-            raise
-
-    return call
+def _running_operation() -> str | None:
+    """The coroutine operation on whose behalf the caller runs, or None outside one."""
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return None
+        name = _OPERATION_CODE.get(frame.f_code)
+        if name is not None:
+            return name
+        frame = frame.f_back
+    return None
 
 
 def _generator_naming(
@@ -238,12 +254,18 @@ def _generator_naming(
 
 def name_operations(cls: C) -> C:
     """Class decorator: every public coroutine or async-generator method of ``cls`` (its
-    operations) names itself on any :class:`TxcError` raised while it runs."""
+    operations) names itself on any :class:`TxcError` raised while it runs.
+
+    A coroutine operation is left as it is (a wrapper would be one more coroutine to resume at
+    every wake-up of every call): its code is recorded, so that an argument error it raises
+    names it, and every other error comes from the request pipeline, which names the wire
+    operation of the same name. An async-generator operation is wrapped.
+    """
     for name, member in list(vars(cls).items()):
         if name.startswith("_") or name in _NOT_OPERATIONS:
             continue
         if inspect.iscoroutinefunction(member):
-            setattr(cls, name, _coroutine_naming(name, member))
+            _OPERATION_CODE[member.__code__] = name
         elif inspect.isasyncgenfunction(member):
             setattr(cls, name, _generator_naming(name, member))
     return cls

@@ -20,7 +20,7 @@ from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from ._clock import ServerClock, nonce_refusal_error
-from ._errors import ApiError, RequestTimeout, TransportError, TxcError
+from ._errors import ApiError, InvalidParameterError, RequestTimeout, TransportError, TxcError
 from ._operations import OPERATIONS, Auth, Operation
 from ._ratelimit import Limiter, Outcome, RateLimit
 from ._retry import RetryPolicy
@@ -202,16 +202,10 @@ class Pipeline:
         One coroutine runs every attempt: each level of ``await`` between the caller and the
         transport is resumed on every wake-up of the exchange, so the loop is not split in two.
         """
-        if self.closed:
-            raise TransportError("the client is closed", may_have_reached_server=False)
         signer = self.signer
         signed = op.auth is _SIGNED
-        if signed and signer is None:
-            from ._errors import InvalidParameterError
-
-            raise InvalidParameterError(
-                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
-            )
+        if self.closed or (signed and signer is None):
+            raise self._refusal(op)
         task = _current_task()
         if task is None:  # pragma: no cover - a coroutine always runs in a task under asyncio
             raise RuntimeError("txc_async calls must run in an asyncio task")
@@ -388,6 +382,19 @@ class Pipeline:
             raise
         finally:
             calls.discard(task)
+
+    def _refusal(self, op: Operation[Any]) -> TxcError:
+        """The error of a call refused before it starts: the client is closed, or the operation
+        needs a key the client does not have."""
+        error: TxcError
+        if self.closed:
+            error = TransportError("the client is closed", may_have_reached_server=False)
+        else:
+            error = InvalidParameterError(
+                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
+            )
+        error._attach_operation(op.name)
+        return error
 
     def _request(
         self, op: Operation[Any], params: Mapping[str, Any], url: URL

@@ -26,6 +26,12 @@ from ._ratelimit import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
+# Enum members read once: a member looked up on its class costs a descriptor call.
+_ANSWERED = Outcome.ANSWERED
+_RATE_LIMITED = Outcome.RATE_LIMITED
+_NOT_SENT = Outcome.NOT_SENT
+_NO_ANSWER = Outcome.NO_ANSWER
+
 #: Below this many budgets the limiter never sweeps.
 _SWEEP_FLOOR = 1024
 #: Entries out of the window are cut off a budget's log once there are this many and they make
@@ -164,8 +170,13 @@ class _Budget:
         # Set once the limiter forgot the budget: whoever still holds it must look it up again.
         self.dropped = False
 
-    def delay(self, now: float, limit: RateLimit) -> float:
-        """Seconds until one more request may be admitted (zero or less: now). Lock held."""
+    def take(
+        self, key_id: str, scope: str, limit: RateLimit, now: float, timeout: float
+    ) -> Admission | float:
+        """Admit one request at ``now`` and count it in flight until ``now + timeout``; or, when
+        the budget has no room, the seconds until it may have some. Lock held.
+
+        One function for both (no call in between), since every request runs it."""
         per = limit.per_seconds
         if per > self.per_max:
             self.per_max = per
@@ -177,26 +188,24 @@ class _Budget:
             if start >= _CUT_AT and 2 * start >= size:
                 del log[:start]
                 start = 0
+                size = len(log)
             self.start = start
         refusals = self.refusals
         wait = refusals.paused_until - now
         cap = refusals.cap(limit, now) if refusals.learned is not None else limit.max_requests
-        size = len(log)
         # Entries before ``start`` are out of the window: the test below is false for them.
         if size >= cap and log[size - cap] > now - per:
             # The cap-th latest moment must leave the window first.
-            wait = max(wait, log[size - cap] + per - now)
-        return wait
-
-    def admit(
-        self, key_id: str, scope: str, limit: RateLimit, now: float, timeout: float
-    ) -> Admission:
+            later = log[size - cap] + per - now
+            if later > wait:
+                wait = later
+        if wait > 0:
+            return wait
         deadline = now + timeout
-        log = self.log
-        if not log or log[-1] <= deadline:
+        if not size or log[-1] <= deadline:
             log.append(deadline)
         else:
-            bisect.insort(log, deadline, self.start)
+            bisect.insort(log, deadline, start)
         self.in_flight += 1
         return Admission(key_id, scope, limit, now, deadline, self)
 
@@ -285,10 +294,10 @@ class InProcessLimiter:
             if budget.dropped:
                 admission = None
             else:
-                now = self._clock()
-                if budget.delay(now, limit) > 0:
+                taken = budget.take(key_id, scope, limit, self._clock(), timeout)
+                if not isinstance(taken, Admission):
                     return None
-                admission = budget.admit(key_id, scope, limit, now, timeout)
+                admission = taken
         if admission is None:
             # Forgotten by a sweep in another thread just now: the key has a new budget.
             return self.try_acquire(key_id, scope, limit, timeout)
@@ -326,13 +335,12 @@ class InProcessLimiter:
         try:
             while True:
                 with budget.lock:
-                    now = self._clock()
-                    wait = budget.delay(now, limit)
-                    if wait <= 0:
-                        admission = budget.admit(key_id, scope, limit, now, timeout)
+                    taken = budget.take(key_id, scope, limit, self._clock(), timeout)
+                    if isinstance(taken, Admission):
                         if self._clock is not time.monotonic:
-                            admission.local_deadline = time.monotonic() + timeout
-                        return admission
+                            taken.local_deadline = time.monotonic() + timeout
+                        return taken
+                    wait = taken
                     woken: asyncio.Future[None] | None = None
                     if budget.in_flight:
                         woken = budget.wake = asyncio.get_running_loop().create_future()
@@ -362,13 +370,13 @@ class InProcessLimiter:
         """Record how an admitted request ended (see :class:`txc_async.Outcome`) and wake
         the head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
         budget = admission.token
-        if not isinstance(budget, _Budget):
+        if type(budget) is not _Budget:
             return 0.0  # settled already: an admission counts once
         admission.token = None
         pause = 0.0
         with budget.lock:
             budget.in_flight -= 1
-            if outcome is not Outcome.NO_ANSWER:
+            if outcome is not _NO_ANSWER:
                 # No answer: the deadline stays, since the request may still arrive until then.
                 now = self._clock()
                 log = budget.log
@@ -376,17 +384,23 @@ class InProcessLimiter:
                 at = bisect.bisect_left(log, deadline, budget.start)
                 if at < len(log) and log[at] == deadline:
                     del log[at]
-                    if outcome is not Outcome.NOT_SENT:
+                    if outcome is not _NOT_SENT:
                         # It arrived before its answer: that moment is the latest it counts from.
-                        bisect.insort(log, now, budget.start)
-                if outcome is Outcome.ANSWERED:
+                        if not log or log[-1] <= now:
+                            log.append(now)
+                        else:
+                            bisect.insort(log, now, budget.start)
+                if outcome is _ANSWERED:
                     budget.refusals.on_accepted(admission.admitted, now, admission.limit)
-                elif outcome is Outcome.RATE_LIMITED:
+                elif outcome is _RATE_LIMITED:
                     pause = budget.refusals.on_refused(
                         admission.admitted, now, admission.limit, retry_after, self._random
                     )
-            wake, budget.wake = budget.wake, None
-        _wake(wake)
+            wake = budget.wake
+            if wake is not None:
+                budget.wake = None
+        if wake is not None:
+            _wake(wake)
         return pause
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:

@@ -89,7 +89,19 @@ class NonceSource:
 
     def try_next(self) -> int | None:
         """The next nonce, or None when the counter is too far ahead of the clock."""
+        clock = self._clock
         with self._lock:
+            now, lead = clock.reading()
+            if clock.generation == self._generation:
+                # The usual case: _draw, with no re-basing to do.
+                last = self._last
+                nonce = now if now > last else last + 1
+                if nonce - now <= lead:
+                    self._last = nonce
+                    if nonce > self._issued:
+                        self._issued = nonce
+                    return nonce
+                return None
             nonce, beyond, _ = self._draw()
             if beyond > 0:
                 # Nothing promised: the caller goes on to next(). (The counter keeps any
@@ -169,19 +181,16 @@ def _forget_passed_floors() -> None:
 class Signer:
     """Signs private request bodies with one API key and secret."""
 
-    __slots__ = ("_api_key", "_key_bytes", "_nonces")
+    __slots__ = ("_api_key", "_key_bytes", "nonces")
 
     def __init__(self, api_key: str, api_secret: str, nonces: NonceSource | None = None) -> None:
         self._api_key = api_key
         self._key_bytes = api_secret.encode()
-        self._nonces = nonces if nonces is not None else nonce_source_for(api_key)
+        #: The source of this key's nonces.
+        self.nonces = nonces if nonces is not None else nonce_source_for(api_key)
 
     def __repr__(self) -> str:
         return "Signer(api_key='***', api_secret='***')"
-
-    @property
-    def nonces(self) -> NonceSource:
-        return self._nonces
 
     def sign(
         self, path: str, params: Mapping[str, Any], nonce: int

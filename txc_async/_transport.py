@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
@@ -18,6 +19,8 @@ __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Trans
 #: 100-record investments page is about 40 KB), far below what would strain memory.
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
 _CHUNK = 64 * 1024
+_CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
+_CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 
 
 class RawResponse(NamedTuple):
@@ -26,6 +29,10 @@ class RawResponse(NamedTuple):
     status: int
     headers: Mapping[str, str]
     body: bytes
+
+
+#: Builds a RawResponse from a tuple, without the generated ``__new__`` (a Python function).
+_raw_response = functools.partial(tuple.__new__, RawResponse)
 
 
 class Transport(Protocol):
@@ -102,7 +109,9 @@ class AiohttpTransport:
         body: bytes | None,
         timeout: float,
     ) -> RawResponse:
-        session = self._get_session()
+        session = self._session
+        if session is None or self._closed or session.closed:
+            session = self._get_session()
         # The pipeline passes whole milliseconds, so the same few values come back: one object
         # each (the cache is emptied past 64 values).
         client_timeout = self._timeouts.get(timeout)
@@ -116,9 +125,18 @@ class AiohttpTransport:
                 method, url, headers=headers, data=body, timeout=client_timeout,
                 allow_redirects=False,
             ) as response:
-                payload = await self._read(response)
+                answer = response.headers
+                declared = answer.get(_CONTENT_LENGTH)
+                # The usual answer declares its length and is not compressed: it is read here
+                # rather than in another coroutine, one level fewer to resume.
+                if declared is not None and answer.get(_CONTENT_ENCODING) is None:
+                    payload = (
+                        await response.read() if int(declared) <= self.max_answer_bytes else None
+                    )
+                else:
+                    payload = await self._read_chunks(response)
                 if payload is not None:
-                    return RawResponse(response.status, response.headers, payload)
+                    return _raw_response((response.status, answer, payload))
                 response.close()
                 failure = TransportError(
                     f"the answer is larger than max_answer_bytes ({self.max_answer_bytes} "
@@ -150,15 +168,10 @@ class AiohttpTransport:
             failure = TransportError(self._connection_failure(exc, url))
         raise failure
 
-    async def _read(self, response: aiohttp.ClientResponse) -> bytes | None:
-        """The whole body, or None once it exceeds ``max_answer_bytes``."""
+    async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
+        """The whole body of an answer of unknown length (chunked, or compressed: the limit is
+        on the decoded bytes), or None once it exceeds ``max_answer_bytes``."""
         limit = self.max_answer_bytes
-        declared = response.content_length
-        if declared is not None and response.headers.get("Content-Encoding") is None:
-            if declared > limit:
-                return None
-            return await response.read()
-        # Unknown length (chunked, or compressed: the limit is on the decoded bytes).
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.content.iter_chunked(_CHUNK):
