@@ -155,7 +155,8 @@ async def test_valid_decimals_are_sent_exactly(amount: Decimal, price: int) -> N
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none() | st.booleans() | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda children: st.lists(children, max_size=4)
     | st.dictionaries(st.sampled_from(
         ["code", "message", "errors", "data", "success", "records", "offset", "limit",
