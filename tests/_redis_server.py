@@ -3,6 +3,7 @@ benchmarks; and a Redis Cluster of such servers."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -12,7 +13,8 @@ import time
 from typing import Self
 
 __all__ = [
-    "RedisClusterServers", "RedisServer", "find_redis_server", "free_port", "require_redis_server",
+    "RedisClusterServers", "RedisServer", "find_redis_server", "free_port", "fresh_namespace",
+    "require_redis_server",
 ]
 
 
@@ -33,6 +35,14 @@ def require_redis_server() -> str:
                         "redis-server)")
         pytest.skip("redis-server is not on PATH")
     return binary
+
+
+_namespaces = itertools.count()
+
+
+def fresh_namespace(prefix: str = "t") -> str:
+    """A limiter namespace no other test uses, so budgets never carry over."""
+    return f"{prefix}{os.getpid()}n{next(_namespaces)}"
 
 
 def free_port() -> int:
