@@ -16,7 +16,9 @@ from types import TracebackType
 
 from aiohttp import web
 
-__all__ = ["ArrivalServer", "max_in_window", "strict_refusals"]
+from txc_async import RateLimit
+
+__all__ = ["ArrivalServer", "excess", "max_in_window", "strict_refusals"]
 
 
 def max_in_window(times: list[float], span: float) -> int:
@@ -43,6 +45,14 @@ def strict_refusals(times: list[float], max_requests: int, span: float) -> int:
         else:
             window.append(moment)
     return refused
+
+
+def excess(times: list[float], limit: RateLimit) -> tuple[int, int]:
+    """How far arrivals went past ``limit``: how many more than ``max_requests`` the fullest
+    window holds, and how many a strict server would refuse; ``(0, 0)`` when they kept to it."""
+    span = limit.per_seconds
+    over = max(0, max_in_window(times, span) - limit.max_requests)
+    return over, strict_refusals(times, limit.max_requests, span)
 
 
 class ArrivalServer:

@@ -1,7 +1,15 @@
 """A hand-driven local clock for the clock and nonce tests: a wall clock that can step and a
-monotonic clock that cannot, both moved by the test (or by the sleeps the code under test takes)."""
+monotonic clock that cannot, both moved by the test (or by the sleeps the code under test takes);
+and this machine's own clock as a nonce clock."""
 
 from __future__ import annotations
+
+import time
+
+
+def clock_ms() -> int:
+    """This machine's wall clock in milliseconds: the nonce clock the limiter tests give."""
+    return time.time_ns() // 1_000_000
 
 
 class ManualClock:

@@ -16,9 +16,11 @@ every 50 ms; it exits 0 once every request was answered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import sys
 import time
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import aiohttp
@@ -131,6 +133,41 @@ async def drain(process: asyncio.subprocess.Process) -> int:
     while await process.stdout.readline():
         pass
     return await asyncio.wait_for(process.wait(), 60)
+
+
+@contextlib.asynccontextmanager
+async def reaping() -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """A list to put worker processes in; those still running when the block ends are killed."""
+    processes: list[asyncio.subprocess.Process] = []
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def ready_workers(store_spec: str, hit_url: str, count: int, limit: RateLimit,
+                        seeds: Iterable[int], *extra: str,
+                        ) -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """One worker a seed, as :func:`start_worker` starts them, each connected (``ready``);
+    those still running when the block ends are killed."""
+    async with reaping() as workers:
+        for seed in seeds:
+            workers.append(await start_worker(store_spec, hit_url, count, limit, seed, *extra))
+        for worker in workers:
+            await read_until(worker, b"ready")
+        yield workers
+
+
+async def go(workers: list[asyncio.subprocess.Process]) -> None:
+    """Let workers started with ``--wait-go`` send."""
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write(b"go\n")
+        await worker.stdin.drain()
 
 _ROOT = Path(__file__).resolve().parent.parent
 

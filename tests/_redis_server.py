@@ -1,19 +1,20 @@
 """A throwaway redis-server on a free loopback port, without persistence, for tests and
-benchmarks."""
+benchmarks; and a Redis Cluster of such servers."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 __all__ = [
-    "RedisClusterServers", "RedisServer", "find_redis_server", "free_port", "require_redis_server",
+    "RedisClusterServers", "RedisServer", "find_redis_server", "free_port", "fresh_namespace",
+    "require_redis_server",
 ]
 
 
@@ -36,11 +37,34 @@ def require_redis_server() -> str:
     return binary
 
 
+_namespaces = itertools.count()
+
+
+def fresh_namespace(prefix: str = "t") -> str:
+    """A limiter namespace no other test uses, so budgets never carry over."""
+    return f"{prefix}{os.getpid()}n{next(_namespaces)}"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _free_cluster_port() -> int:
+    """A port free together with its cluster bus port (port + 10000)."""
+    for _ in range(100):
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
 
 
 def _is_ours(port: int, pid: int) -> bool:
@@ -60,15 +84,33 @@ def _is_ours(port: int, pid: int) -> bool:
         return False
 
 
-class RedisServer:
-    """``with RedisServer() as server: server.url`` runs redis-server on 127.0.0.1 until the end
-    of the block."""
+class _Running:
+    """``with server:`` starts it and stops it at the end of the block."""
 
-    def __init__(self, binary: str | None = None) -> None:
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+class RedisServer(_Running):
+    """``with RedisServer() as server: server.url`` runs redis-server on 127.0.0.1 until the end
+    of the block; with ``cluster=True`` it is a node for :class:`RedisClusterServers`."""
+
+    def __init__(self, binary: str | None = None, *, cluster: bool = False) -> None:
         found = binary or find_redis_server()
         if found is None:
             raise FileNotFoundError("redis-server is not on PATH")
         self.binary = found
+        self.cluster = cluster
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
@@ -82,39 +124,39 @@ class RedisServer:
         # The port is free when chosen but another process may take it before redis-server
         # binds it: try a few.
         for _ in range(5):
-            self.port = free_port()
-            self._process = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                 "--save", "", "--appendonly", "no", "--dir", self._folder.name],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            deadline = time.monotonic() + timeout
-            while self._process.poll() is None and time.monotonic() < deadline:
-                if _is_ours(self.port, self._process.pid):
-                    return
-                time.sleep(0.02)
-            self._stop_process()
+            self.port = _free_cluster_port() if self.cluster else free_port()
+            if self._launch(timeout):
+                return
         self.stop()
         raise RuntimeError("redis-server did not start")
 
     def restart_empty(self, timeout: float = 10.0) -> None:
         """Kill the server and start a fresh one on the same port: every key is lost, as in a
         restart without persistence."""
-        process, self._process = self._process, None
-        assert process is not None and self._folder is not None
-        process.kill()
-        process.wait()
+        assert self._process is not None
+        self._process.kill()
+        self._process.wait()
+        if not self._launch(timeout):
+            raise RuntimeError("redis-server did not start again")
+
+    def _launch(self, timeout: float) -> bool:
+        """Run redis-server on ``self.port``; whether it answers there within ``timeout``
+        (if not, it is stopped)."""
+        assert self._folder is not None
+        node = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
         self._process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+             *(node if self.cluster else []),
              "--save", "", "--appendonly", "no", "--dir", self._folder.name],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + timeout
         while self._process.poll() is None and time.monotonic() < deadline:
             if _is_ours(self.port, self._process.pid):
-                return
+                return True
             time.sleep(0.01)
-        raise RuntimeError("redis-server did not start again")
+        self._stop_process()
+        return False
 
     def stop(self) -> None:
         """Stop the server and remove its folder."""
@@ -133,33 +175,6 @@ class RedisServer:
                 process.kill()
                 process.wait()
 
-    def __enter__(self) -> RedisServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _free_cluster_port() -> int:
-    """A port free together with its cluster bus port (port + 10000)."""
-    for _ in range(100):
-        port = free_port()
-        if port + 10000 > 65535:
-            continue
-        with socket.socket() as bus:
-            try:
-                bus.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair for a cluster node")
-
 
 def _cli(port: int, *args: str) -> str:
     return subprocess.run(
@@ -168,44 +183,26 @@ def _cli(port: int, *args: str) -> str:
     ).stdout
 
 
-class RedisClusterServers:
+class RedisClusterServers(_Running):
     """``with RedisClusterServers() as cluster: cluster.url`` runs a Redis Cluster of three
     masters (no replicas, no persistence) on 127.0.0.1 until the end of the block."""
 
     def __init__(self, binary: str | None = None, masters: int = 3) -> None:
-        found = binary or find_redis_server()
-        if found is None:
-            raise FileNotFoundError("redis-server is not on PATH")
-        self.binary = found
-        self.masters = masters
-        self.ports: list[int] = []
-        self._processes: list[subprocess.Popen[bytes]] = []
-        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self.nodes = [RedisServer(binary, cluster=True) for _ in range(masters)]
+
+    @property
+    def ports(self) -> list[int]:
+        return [node.port for node in self.nodes]
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.ports[0]}/0"
+        return self.nodes[0].url
 
     def start(self, timeout: float = 30.0) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="redis-cluster-")
+        deadline = time.monotonic() + timeout
         try:
-            for _ in range(self.masters):
-                port = _free_cluster_port()
-                node_dir = Path(self._folder.name) / str(port)
-                node_dir.mkdir()
-                self._processes.append(subprocess.Popen(
-                    [self.binary, "--port", str(port), "--bind", "127.0.0.1",
-                     "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                     "--save", "", "--appendonly", "no", "--dir", str(node_dir)],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                ))
-                self.ports.append(port)
-            deadline = time.monotonic() + timeout
-            for port, process in zip(self.ports, self._processes, strict=True):
-                while not _is_ours(port, process.pid):
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError("a cluster node did not start")
-                    time.sleep(0.05)
+            for node in self.nodes:
+                node.start()
             subprocess.run(
                 ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
                  "--cluster-replicas", "0", "--cluster-yes"],
@@ -221,28 +218,5 @@ class RedisClusterServers:
 
     def stop(self) -> None:
         """Stop every node and remove their folders."""
-        processes, self._processes = self._processes, []
-        for process in processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if self._folder is not None:
-            self._folder.cleanup()
-            self._folder = None
-
-    def __enter__(self) -> RedisClusterServers:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+        for node in self.nodes:
+            node.stop()

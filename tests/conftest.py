@@ -1,4 +1,5 @@
-"""Shared fixtures: a mocked HTTP layer, a recording limiter, and clients wired to both."""
+"""Shared fixtures: a mocked HTTP layer, a recording limiter, clients wired to both, and one
+redis-server for the run."""
 
 from __future__ import annotations
 
@@ -139,6 +140,16 @@ def _fresh_server_clocks() -> None:
     from txc_async import _clock
 
     _clock._clocks.clear()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """The URL of a redis-server kept for the whole run; each test takes a namespace of its own
+    (``fresh_namespace``). Without the binary the test is skipped."""
+    from ._redis_server import RedisServer, require_redis_server
+
+    with RedisServer(require_redis_server()) as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -1,0 +1,334 @@
+"""What every limiter sharing its budgets through a store keeps to, checked on each backend
+(SQLiteLimiter on a fresh file, RedisLimiter on a fresh namespace of the test redis-server):
+requests in flight counted until their answer, a second limiter and other processes sharing the
+budget (checked at an arrival-recording server), shared pauses, backoff and learned limits, FIFO
+waiters and cancellation, and nonces from one counter per key."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from txc_async import Limiter, Outcome, RateLimit, RedisLimiter, SQLiteLimiter
+
+from ._arrival_server import ArrivalServer, excess
+from ._clocks import clock_ms
+from ._limit_worker import drain, go, ready_workers
+from ._redis_server import fresh_namespace
+
+
+class SharedStore:
+    """One store for the test: limiters opened on it (closed at the test's end), the spec a
+    worker process (``tests._limit_worker``) opens it by, and a look at what it holds."""
+
+    spec: str
+
+    def __init__(self) -> None:
+        self._opened: list[Limiter] = []
+
+    def limiter(self) -> Limiter:
+        """A new limiter on the store, as another process would open it."""
+        box = self._open()
+        self._opened.append(box)
+        return box
+
+    async def aclose(self) -> None:
+        for box in self._opened:
+            await box.aclose()
+
+    def _open(self) -> Limiter:
+        raise NotImplementedError
+
+    async def anchors(self, key_id: str, scope: str) -> list[float]:
+        """The budget's anchors in the store, ascending, in seconds on the store's clock (the
+        clock of ``Admission.deadline``)."""
+        raise NotImplementedError
+
+    async def set_nonce_counter(self, key_id: str, last: int) -> None:
+        """Set the key's nonce counter, the last nonce drawn, as a burst would have left it."""
+        raise NotImplementedError
+
+
+class SQLiteStore(SharedStore):
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.spec = f"sqlite:{path}"
+
+    def _open(self) -> Limiter:
+        return SQLiteLimiter(self.path)
+
+    def _execute(self, sql: str, *args: object) -> list[Any]:
+        with contextlib.closing(sqlite3.connect(self.path)) as db, db:
+            return db.execute(sql, args).fetchall()
+
+    async def anchors(self, key_id: str, scope: str) -> list[float]:
+        rows = self._execute(
+            "SELECT at FROM anchors WHERE key_id = ? AND scope = ? ORDER BY at", key_id, scope
+        )
+        return [at for (at,) in rows]
+
+    async def set_nonce_counter(self, key_id: str, last: int) -> None:
+        self._execute("UPDATE nonces SET last = ? WHERE key_id = ?", last, key_id)
+
+
+class RedisStore(SharedStore):
+    def __init__(self, url: str) -> None:
+        import redis.asyncio as redis_asyncio
+
+        super().__init__()
+        self.url = url
+        self.namespace = fresh_namespace()
+        self.spec = f"redis:{url}:{self.namespace}"
+        self._names = RedisLimiter(url, namespace=self.namespace)  # names keys, never connects
+        self._redis = redis_asyncio.Redis.from_url(url, decode_responses=True)
+
+    def _open(self) -> Limiter:
+        return RedisLimiter(self.url, namespace=self.namespace)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self._names.aclose()
+        await self._redis.aclose()
+
+    async def anchors(self, key_id: str, scope: str) -> list[float]:
+        log = await self._redis.zrange(
+            self._names.budget_key(key_id, scope), 0, -1, withscores=True
+        )
+        return sorted(score / 1_000_000 for _member, score in log)  # microseconds in Redis
+
+    async def set_nonce_counter(self, key_id: str, last: int) -> None:
+        await self._redis.set(self._names.nonce_key(key_id), last)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SharedStore]:
+    shared: SharedStore
+    if request.param == "sqlite":
+        shared = SQLiteStore(tmp_path / "budgets" / "limits.sqlite")
+    else:
+        shared = RedisStore(request.getfixturevalue("redis_url"))
+    yield shared
+    await shared.aclose()
+
+
+@pytest.fixture
+def limiter(store: SharedStore) -> Limiter:
+    return store.limiter()
+
+
+# -- the rule ----------------------------------------------------------------------------------
+
+
+async def test_a_second_limiter_sees_the_first_ones_requests(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    limit = RateLimit(3, 0.5)
+    admissions = [await limiter.acquire("k", "s", limit, 5.0) for _ in range(3)]
+    began = time.monotonic()
+    for admission in admissions:
+        limiter.settle(admission, Outcome.ANSWERED)
+    other = store.limiter()
+    await other.acquire("k", "s", limit, 5.0)
+    # The answers came at ``began``: the next request waits one window from them.
+    assert 0.45 <= time.monotonic() - began < 1.2
+
+
+async def test_a_request_in_flight_counts_until_its_answer(limiter: Limiter) -> None:
+    limit = RateLimit(1, 0.2)
+    first = await limiter.acquire("k", "s", limit, 5.0)
+    second = asyncio.create_task(limiter.acquire("k", "s", limit, 5.0))
+    await asyncio.sleep(0.5)  # more than a window: the deadline, not the admission, holds it
+    assert not second.done()
+    answered = time.monotonic()
+    limiter.settle(first, Outcome.ANSWERED)
+    await second
+    assert 0.15 <= time.monotonic() - answered < 1.0
+
+
+async def test_a_request_not_sent_frees_its_place_and_one_without_answer_keeps_it(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    limit = RateLimit(1, 10)
+    first = await limiter.acquire("k", "s", limit, 5.0)
+    assert first.local_deadline <= time.monotonic() + 5.0
+    limiter.settle(first, Outcome.NOT_SENT)
+    second = await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0), 1)
+    limiter.settle(second, Outcome.NO_ANSWER)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0), 0.3)
+    # The one without answer stays anchored at its deadline.
+    assert await store.anchors("k", "s") == [pytest.approx(second.deadline)]
+
+
+@pytest.mark.parametrize(
+    ("seeds", "each", "limit", "longest"),
+    [
+        # Close to the least each limit allows (three windows): nothing is wasted either.
+        ([0, 1, 2], 20, RateLimit(15, 0.5), 1.5 * 3 * 0.5),
+        ([1, 2], 40, RateLimit(20, 1.0), 4.0),
+    ],
+    ids=["3x20-at-15-per-0.5s", "2x40-at-20-per-1s"],
+)
+async def test_several_processes_share_one_budget_at_the_server(
+    store: SharedStore, seeds: list[int], each: int, limit: RateLimit, longest: float
+) -> None:
+    async with ArrivalServer() as server, ready_workers(
+        store.spec, server.hit_url("b"), each, limit, seeds, "--wait-go"
+    ) as workers:
+        await go(workers)
+        codes = await asyncio.gather(*(drain(w) for w in workers))
+    assert codes == [0] * len(seeds)
+    arrivals = server.arrivals["b"]
+    assert len(arrivals) == len(seeds) * each
+    assert excess(arrivals, limit) == (0, 0)
+    assert max(arrivals) - min(arrivals) <= longest
+
+
+# -- pauses and backoff ------------------------------------------------------------------------
+
+
+async def test_a_refusal_pauses_every_limiter_sharing_the_budget(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    limit = RateLimit(100, 1)
+    admission = await limiter.acquire("k", "s", limit, 5.0)
+    assert limiter.settle(admission, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
+    await limiter.aclose()  # the pause has reached the store
+    other = store.limiter()
+    began = time.monotonic()
+    await other.acquire("k", "s", limit, 5.0)
+    assert 0.9 <= time.monotonic() - began < 1.5
+    began = time.monotonic()
+    await other.acquire("k", "other", limit, 5.0)  # another scope does not pause
+    assert time.monotonic() - began < 0.5
+
+
+async def test_concurrent_refusals_are_one_backoff_event_and_the_next_doubles(
+    limiter: Limiter,
+) -> None:
+    limit = RateLimit(100, 1)
+    burst = [await limiter.acquire("k", "s", limit, 5.0) for _ in range(5)]
+    pauses = [limiter.settle(a, Outcome.RATE_LIMITED) for a in burst]
+    assert 1.0 <= pauses[0] <= 1.25
+    assert all(p <= pauses[0] for p in pauses[1:])  # the same event, the same pause
+    after = await limiter.acquire("k", "s", limit, 5.0)  # waits for the pause
+    assert 2.0 <= limiter.settle(after, Outcome.RATE_LIMITED) <= 2.5
+
+
+async def test_a_server_refusing_below_the_limit_lowers_it(limiter: Limiter) -> None:
+    limit = RateLimit(10, 60)
+    admissions = [await limiter.acquire("k", "s", limit, 5.0) for _ in range(6)]
+    for admission in admissions[:4]:
+        limiter.settle(admission, Outcome.ANSWERED)
+    for admission in admissions[4:]:
+        limiter.settle(admission, Outcome.RATE_LIMITED, retry_after=0)
+    assert limiter.effective_limit("k", "s", limit) == RateLimit(4, 60)
+    assert limiter.effective_limit("k", "other", limit) == limit
+
+
+# -- FIFO and cancellation within a process ----------------------------------------------------
+
+
+async def test_waiters_are_first_in_first_out_and_a_cancelled_one_takes_nothing(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    limit = RateLimit(2, 0.25)
+    order: list[int] = []
+
+    async def one(i: int) -> None:
+        admission = await limiter.acquire("k", "s", limit, 10.0)
+        limiter.settle(admission, Outcome.ANSWERED)
+        order.append(i)
+
+    tasks = []
+    for i in range(8):
+        tasks.append(asyncio.create_task(one(i)))
+        await asyncio.sleep(0)
+    cancelled = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    await asyncio.gather(*tasks)
+    assert order == list(range(8))
+    assert len(await store.anchors("k", "s")) <= 8
+
+
+async def test_a_cancelled_waiter_consumes_no_budget_and_the_next_proceeds(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    limit = RateLimit(1, 0.4)
+    limiter.settle(await limiter.acquire("k", "s", limit, 10.0), Outcome.ANSWERED)
+    began = time.monotonic()
+    head = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
+    await asyncio.sleep(0.05)
+    second = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
+    await asyncio.sleep(0.05)
+    head.cancel()
+    await second
+    assert 0.35 <= time.monotonic() - began < 0.8  # it took the slot the head gave up
+    assert head.cancelled()
+    assert len(await store.anchors("k", "s")) == 1
+
+
+# -- nonces ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("at_once", [False, True], ids=["one-after-another", "at-once"])
+async def test_limiters_sharing_a_key_draw_distinct_increasing_nonces(
+    store: SharedStore, at_once: bool
+) -> None:
+    limiters = [store.limiter() for _ in range(4)]
+    limit = RateLimit(10_000, 1)
+    draws = [
+        limiters[i % 4].acquire("key-hash", f"s{i % 2}", limit, 10.0, clock_ms)
+        for i in range(400)
+    ]
+    admissions = await asyncio.gather(*draws) if at_once else [await draw for draw in draws]
+    nonces = [admission.nonce for admission in admissions]
+    assert all(isinstance(nonce, int) for nonce in nonces)
+    assert len(set(nonces)) == 400
+    if not at_once:
+        assert nonces == sorted(nonces)
+    assert abs(min(n for n in nonces if n is not None) - clock_ms()) < 5000
+    no_nonce = await limiters[0].acquire("key-hash", "s0", limit, 10.0)
+    assert no_nonce.nonce is None
+
+
+async def test_the_nonce_follows_the_given_clock_and_a_counter_far_ahead_comes_back(
+    limiter: Limiter,
+) -> None:
+    limit = RateLimit(10_000, 1)
+    offset = 30_000  # the server's clock, 30 s ahead of this machine's
+    ahead = await limiter.acquire("k", "s", limit, 5.0, lambda: clock_ms() + offset)
+    assert ahead.nonce is not None and abs(ahead.nonce - (clock_ms() + offset)) < 1000
+    # The estimate is corrected: the counter lies 30 s past the clock now given.
+    began = time.monotonic()
+    back = await limiter.acquire("k", "s", limit, 5.0, clock_ms)
+    waited = time.monotonic() - began
+    assert back.nonce is not None and back.nonce > ahead.nonce - offset
+    assert back.nonce - clock_ms() <= 4000  # within the lead the service allows
+    assert waited < 1.5  # brought back to the window's edge, not 30 s of waiting
+
+
+async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    frozen = clock_ms()
+    limit = RateLimit(100_000, 1)
+    first = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen)
+    assert first.nonce == frozen
+    await store.set_nonce_counter("k", frozen + 3999)  # as after a burst on a clock standing still
+    last = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen)
+    assert last.nonce == frozen + 4000
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0, lambda: frozen), 0.2)
+    # Once the clock moves on, it goes.
+    moved = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen + 2)
+    assert moved.nonce == frozen + 4001
