@@ -442,6 +442,11 @@ async def _run(
     accounts_seen = prepared.accounts
     coverage: dict[int, float] = {}
     job_rows: dict[int, int] = {}
+    # What the output holds for the check: the rows of earlier runs, read back, then every page
+    # of this one as it is written.
+    ledger = await asyncio.to_thread(
+        _output_ledger, path, fmt, prepared.plan, mine, prepared.rows_before > 0
+    )
     requests_before = client.stats.requests
     began = time.monotonic()
     parts = PartWriter(path) if fmt == "parquet" else None
@@ -455,6 +460,7 @@ async def _run(
                 cursors=prepared.cursors,
             ):
                 if page:
+                    ledger.add(job.index, page)
                     if parts is not None:
                         parts.write(job.index, page)
                     else:
@@ -482,8 +488,8 @@ async def _run(
                     )
                     on_progress(progress)
             if all(job.index in done for job in mine):
-                await _check_output(client, path, fmt, prepared.plan, mine, done, state,
-                                    rows_file, parts, progress, on_progress)
+                await _check_output(client, ledger, done, state, rows_file, parts, progress,
+                                    on_progress)
     finally:
         if rows_file is not None:
             rows_file.close()
@@ -512,13 +518,16 @@ def _append_state(state: BinaryIO, line: bytes) -> None:
 
 
 def _output_ledger(
-    out: Path, fmt: Format, plan: RewardPlan, jobs: Sequence[RewardJob]
+    out: Path, fmt: Format, plan: RewardPlan, jobs: Sequence[RewardJob], read: bool
 ) -> RewardLedger[WireReward]:
-    """What the output holds of ``jobs``, for the check."""
-    # JSONL and CSV hold the wire's strings; Parquet spells amounts its own way.
-    ledger: RewardLedger[WireReward] = RewardLedger(canonical=fmt == "parquet")
+    """A ledger of ``jobs`` for the check, holding what the output holds already when ``read``."""
+    # JSONL and CSV hold the wire's strings; Parquet spells amounts its own way, so a ledger that
+    # holds rows read back from it compares amounts however spelled.
+    ledger: RewardLedger[WireReward] = RewardLedger(canonical=read and fmt == "parquet")
     for job in jobs:
         ledger.add_range(job.index, job.params())
+    if not read:
+        return ledger
     rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)
     for row in rows:
         index = plan.job_of(row)
@@ -528,15 +537,13 @@ def _output_ledger(
 
 
 async def _check_output(
-    client: Client, out: Path, fmt: Format, plan: RewardPlan, mine: Sequence[RewardJob],
-    done: dict[int, int | None], state: BinaryIO, rows_file: RowFile | None,
-    parts: PartWriter | None, progress: BackfillProgress,
-    on_progress: Callable[[BackfillProgress], None] | None,
+    client: Client, ledger: RewardLedger[WireReward], done: dict[int, int | None],
+    state: BinaryIO, rows_file: RowFile | None, parts: PartWriter | None,
+    progress: BackfillProgress, on_progress: Callable[[BackfillProgress], None] | None,
 ) -> None:
     """The check (see ``_ledger``) over every piece the output holds, once every piece is
     written: rewards booked behind the walks while they ran are appended, and the state says the
-    check ran. The output is read back for it: 24 bytes per row in memory (its date and digest)."""
-    ledger = await asyncio.to_thread(_output_ledger, out, fmt, plan, mine)
+    check ran. The ledger holds 24 bytes per row (its date and digest)."""
     async for key, fresh in check_rewards(client, ledger, WIRE_RECORDS):
         assert isinstance(key, int)
         index = key

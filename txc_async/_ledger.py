@@ -157,8 +157,9 @@ class RewardLedger(Generic[R]):
     def add(self, key: Hashable, records: Iterable[R]) -> None:
         """Records returned for range ``key``."""
         rng = self._ranges[key]
-        for record in records:
-            rng.add(record)
+        batch = records if isinstance(records, list) else list(records)
+        rng.dates.extend([record.date for record in batch])
+        rng.digests += b"".join(map(rng.digest, batch))
 
     def __len__(self) -> int:
         return sum(len(rng.dates) for rng in self._ranges.values())
