@@ -545,3 +545,24 @@ async def test_the_command_line_returns_rewards_booked_behind_its_walk(tmp_path:
     got = _digests_of_output(out, "jsonl")
     assert len(box.rewards.booked) == 8
     assert len(got) == len(set(got)) == 808 and set(got) == everything
+
+
+async def test_a_parquet_state_without_row_counts_is_resumed_without_duplicates(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "rewards"
+    state = out / "_progress"
+    async with Sandbox(mining_accounts=10, rewards_days=30, enforce_limits=False) as box:
+        end = START + 30 * DAY - 1
+        async with _client(box) as client:
+            await backfill_to_file(client, start=START, end=end, path=out, fmt="parquet")
+            # Pieces listed as finished without their row counts, one piece not finished, no
+            # record of the check.
+            head, *pieces = state.read_bytes().splitlines()
+            counted = [line for line in pieces if line != b"checked"]
+            state.write_bytes(b"\n".join([head, *(p.split()[0] for p in counted[1:])]) + b"\n")
+            box.rewards.book(box.mining_account_names[2], START + 20 * DAY)
+            await backfill_to_file(client, start=START, end=end, path=out, fmt="parquet")
+        everything = _digests_of(_everything(box, START, end))
+    got = _digests_of_output(out, "parquet")
+    assert len(got) == len(set(got)) == 301 and set(got) == everything

@@ -218,3 +218,45 @@ async def test_a_csv_output_refuses_a_line_break_in_a_text_field(
     with pytest.raises(OutputFileError, match=r"hashRate .* holds a line break.*--format jsonl"):
         await backfill_to_file(client, start=START, end=START + DAY - 1,
                                path=tmp_path / "r.csv", fmt="csv")
+
+
+def test_a_records_spelling_does_not_depend_on_its_neighbours_shapes() -> None:
+    from txc_async._walk import WIRE_RECORDS
+
+    x = _rec("acc_x", START, reward="00.5")
+    odd = [_rec("acc_n", START) | {"fee": 0}, _rec("acc_s", START) | {"date": str(START)},
+           _rec("acc_e", START) | {"fee": "1E-2"}, _rec("acc_z", START, fee=None)]
+    alone = WIRE_RECORDS.decode(msgspec.json.encode({"offset": 0, "limit": 100, "data": [x]}))
+    assert alone[0].reward == "00.5"
+    for neighbour in odd:
+        body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [neighbour, x]})
+        try:
+            page = WIRE_RECORDS.decode(body)
+        except txc_async.AnswerFormatError:
+            continue  # a shape the typed decoder refuses: the whole page is refused
+        assert page[1] == alone[0], neighbour
+    body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [odd[0], odd[2], x]})
+    fee0, fee_exp, same = WIRE_RECORDS.decode(body)
+    assert (fee0.fee, fee_exp.fee, same.reward) == ("0", "0.01", "00.5")
+
+
+@pytest.mark.parametrize("how", ["iter_mining_rewards", "stream"])
+async def test_rewards_spelled_apart_are_two_on_every_path(
+    mocked: aioresponses, client: txc_async.Client, how: str
+) -> None:
+    from txc_async._export import backfill_to_stream
+
+    # The server writes the same amount two ways: as it writes them, they are two rewards.
+    records = [_rec("acc_a", START + DAY) | {"totalReward": total} for total in ("1.5", "1.50")]
+    records += [_rec(f"acc_{i:03d}", START + DAY) for i in range(120)]
+    serve_rewards(mocked, records)
+    if how == "stream":
+        out = io.BytesIO()
+        summary = await backfill_to_stream(client, start=START, end=START + 2 * DAY - 1,
+                                           stream=out)
+        assert summary.records_written == 122
+    else:
+        got = [r async for r in client.iter_mining_rewards(start=START, end=START + 2 * DAY - 1)]
+        assert len(got) == 122
+        assert sorted(str(r.total_reward) for r in got if r.mining_account_name == "acc_a") == [
+            "1.5", "1.50"]

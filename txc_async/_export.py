@@ -25,6 +25,7 @@ from ._ledger import RewardLedger, check_rewards
 from ._lock import OutputLock, OutputLockedError
 from ._parquet import PartWriter, load_pyarrow, part_files, read_part_rows
 from ._rowfile import (
+    CSV_COLUMNS,
     OutputFileError,
     RowFile,
     count_lines,
@@ -445,7 +446,7 @@ async def _run(
     # What the output holds for the check: the rows of earlier runs, read back, then every page
     # of this one as it is written.
     ledger = await asyncio.to_thread(
-        _output_ledger, path, fmt, prepared.plan, mine, prepared.rows_before > 0
+        _output_ledger, path, fmt, prepared.plan, mine, _has_rows(path, fmt)
     )
     requests_before = client.stats.requests
     began = time.monotonic()
@@ -515,6 +516,14 @@ def _append_state(state: BinaryIO, line: bytes) -> None:
     state.write(line)
     state.flush()
     os.fsync(state.fileno())
+
+
+def _has_rows(out: Path, fmt: Format) -> bool:
+    """Whether the output holds rows (whatever its state file says of them)."""
+    if fmt == "parquet":
+        return bool(part_files(out))
+    header = len(",".join(CSV_COLUMNS)) + 1 if fmt == "csv" else 0
+    return out.exists() and out.stat().st_size > header
 
 
 def _output_ledger(

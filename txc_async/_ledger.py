@@ -11,8 +11,8 @@ records (one request per 10,000 records), halves a piece that answers until it i
 segment (about ``SEGMENT_RECORDS`` records, or one date when a date holds more), reads that
 segment again and returns the records it did not return before, compared by a 128-bit digest of
 their content. A reward is its content (the API gives rewards no identifier): records alike in
-every field are one reward, returned once; a segment holding such a pair answers the probe and is
-read again at every check, finding nothing.
+every field, as the server writes them, are one reward, returned once; a segment holding such a
+pair answers the probe and is read again at every check, finding nothing.
 
 What it guarantees: every reward the server holds in the ranges when the check begins is returned
 exactly once. A check that found something is followed by another (up to ``CHECK_PASSES``), for
@@ -92,11 +92,12 @@ def wire_digest(record: Any) -> bytes:
 def record_digest(record: Any) -> bytes:
     """A 128-bit digest of a reward's content (``MiningReward`` or ``WireReward``, read from the
     wire or from a file), equal for equal rewards however their amounts are spelled."""
-    text = "\x1f".join((
+    # Encoded as a list: no field's text can run into the next one's.
+    fields = _encode((
         record.mining_account_name or "", _amount(record.total_reward), _amount(record.reward),
-        _amount(record.fee), _amount(record.fpps_rate), record.hash_rate or "", str(record.date),
+        _amount(record.fee), _amount(record.fpps_rate), record.hash_rate or "", record.date,
     ))
-    return hashlib.blake2b(text.encode(), digest_size=_DIGEST_BYTES).digest()
+    return hashlib.blake2b(fields, digest_size=_DIGEST_BYTES).digest()
 
 
 @dataclass(slots=True)

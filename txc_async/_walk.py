@@ -89,14 +89,44 @@ def _records(body: bytes) -> list[MiningReward]:
     return _decode_page(body).data
 
 
-def _as_wire(record: MiningReward) -> WireReward:
-    def text(value: object) -> str:
-        return "" if value is None else format(value, "f")
+class _RawRewardsPage(msgspec.Struct):
+    data: list[Any]
 
-    return WireReward(
-        record.mining_account_name, text(record.total_reward), text(record.reward),
-        text(record.fee), text(record.fpps_rate), record.hash_rate, record.date,
-    )
+
+_decode_raw_page = msgspec.json.Decoder(_RawRewardsPage).decode
+_AMOUNTS = (
+    ("total_reward", "totalReward"), ("reward", "reward"), ("fee", "fee"),
+    ("fpps_rate", "fppsRate"),
+)
+
+
+def _from_typed(body: bytes) -> list[WireReward]:
+    """The page read by the typed decoder (tolerant where the API leaves things open, refusing a
+    non-finite amount), each amount then spelled as the wire spells it when that is a plain
+    decimal string, else written out from the decoded value: a record's spelling never depends
+    on what else its page holds."""
+    typed = _records(body)
+    try:
+        raw = _decode_raw_page(body).data
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raw = []
+    if len(raw) != len(typed):
+        raw = [None] * len(typed)
+    plain = _PLAIN_DECIMAL.fullmatch
+    out: list[WireReward] = []
+    for record, sent in zip(typed, raw, strict=True):
+        texts: list[str] = []
+        for attr, key in _AMOUNTS:
+            text = sent.get(key) if isinstance(sent, dict) else None
+            if not (isinstance(text, str) and plain(text)):
+                value = getattr(record, attr)
+                text = "" if value is None else format(value, "f")
+            texts.append(text)
+        total, reward, fee, rate = texts
+        out.append(WireReward(
+            record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
+        ))
+    return out
 
 
 def _wire_amount(value: str | None) -> str | None:
@@ -121,7 +151,7 @@ def _wire_records(body: bytes) -> list[WireReward]:
         try:
             records = _decode_loose_page(body).data
         except (msgspec.ValidationError, msgspec.DecodeError):
-            return [_as_wire(record) for record in _records(body)]
+            return _from_typed(body)
     plain = _PLAIN_DECIMAL.fullmatch
     out: list[WireReward] = []
     for record in records:
@@ -137,7 +167,7 @@ def _wire_records(body: bytes) -> list[WireReward]:
         )
         if total is None or reward is None or fee is None or rate is None:
             # Not a finite amount: the typed decoder refuses the page and says why.
-            return [_as_wire(record) for record in _records(body)]
+            return _from_typed(body)
         out.append(WireReward(
             record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
         ))
@@ -158,6 +188,16 @@ WIRE_RECORDS: Operation[list[WireReward]] = Operation(
 R = TypeVar("R", MiningReward, WireReward)
 
 
+def _spelled(record: MiningReward | WireReward) -> Any:
+    """What tells rewards apart: every field as the server writes it. A wire record's fields are
+    the server's strings; a typed record's ``Decimal`` amounts compare by value
+    (``Decimal("1.5") == Decimal("1.50")``), so their spellings are added."""
+    if isinstance(record, WireReward):
+        return record
+    return (record, str(record.total_reward), str(record.reward), str(record.fee),
+            str(record.fpps_rate))
+
+
 @dataclass(slots=True)
 class RewardsCursor(Generic[R]):
     """Where a walk stands: the range still to walk is ``params`` (its ``to`` is the *boundary
@@ -171,7 +211,7 @@ class RewardsCursor(Generic[R]):
 
     params: dict[str, Any]
     offset: int = 0
-    seen: set[R] = field(default_factory=set)
+    seen: set[Any] = field(default_factory=set)
     #: Requests made by walks from this cursor.
     requests: int = 0
 
@@ -201,8 +241,8 @@ async def walk_rewards(
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
     * A reward is its content: the API gives rewards no identifier, so records alike in every
-      field are one reward, returned once (the walk could not tell a second one from the first
-      pushed into a later page).
+      field, as the server writes them, are one reward, returned once (the walk could not tell
+      a second one from the first pushed into a later page).
     * A reward booked meanwhile *behind* the walk (newer than the boundary, or at the boundary
       date before ``offset``) has left the part still to walk: the walk does not return it. The
       check that follows every walk (``txc_async._ledger.check_rewards``) finds and returns it.
@@ -222,21 +262,22 @@ async def walk_rewards(
         boundary = cursor.params.get("to")
         fresh: list[R] = []
         oldest = boundary
-        alike: set[R] = set()  # a reward is its content: records alike are one reward
+        alike: set[Any] = set()  # a reward is its content: records alike are one reward
         for record in page:
+            key = _spelled(record)
             if record.date == boundary:
-                if record in cursor.seen:
+                if key in cursor.seen:
                     continue
-                cursor.seen.add(record)
+                cursor.seen.add(key)
             elif boundary is not None and record.date > boundary:
                 raise TxcError(
                     f"mining_rewards: the server answered a reward dated {record.date}, "
                     f"after the range's end {boundary}"
                 )
-            elif record in alike:
+            elif key in alike:
                 continue
             else:
-                alike.add(record)
+                alike.add(key)
             fresh.append(record)
             if oldest is None or record.date < oldest:
                 oldest = record.date
@@ -248,7 +289,7 @@ async def walk_rewards(
             # The page reached an older date: everything newer than it is complete.
             at_oldest = [r for r in page if r.date == oldest]
             cursor.params = cursor.params | {"to": oldest}
-            cursor.seen = set(at_oldest)
+            cursor.seen = {_spelled(r) for r in at_oldest}
             cursor.offset = len(at_oldest)
         else:
             cursor.offset += len(page)
