@@ -310,3 +310,36 @@ def test_without_redis_py_the_package_imports_and_the_limiter_says_what_to_insta
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                             cwd=ROOT, timeout=60)
     assert result.stdout.strip() == "imported", result.stderr
+
+
+async def test_a_call_whose_connection_closed_under_it_goes_again() -> None:
+    limiter = RedisLimiter("redis://127.0.0.1:1/0", timeout=2.0)
+    failures = [
+        RuntimeError("unable to perform operation on <TCPTransport closed=True>; the handler is "
+                     "closed"),
+        AttributeError("'NoneType' object has no attribute 'writelines'"),
+    ]
+    calls = 0
+
+    async def script(keys: list[str], args: list[Any]) -> int:
+        nonlocal calls
+        calls += 1
+        if failures:
+            raise failures.pop(0)
+        return 7
+
+    assert await limiter._run(script, [], []) == 7  # type: ignore[arg-type]
+    assert calls == 3
+
+    async def always_closed(keys: list[str], args: list[Any]) -> int:
+        raise AttributeError("'NoneType' object has no attribute 'writelines'")
+
+    with pytest.raises(TransportError, match="unreachable"):
+        await limiter._run(always_closed, [], [])  # type: ignore[arg-type]
+
+    async def a_bug(keys: list[str], args: list[Any]) -> int:
+        raise AttributeError("'Admission' object has no attribute 'nonce_'")
+
+    with pytest.raises(AttributeError, match="nonce_"):
+        await limiter._run(a_bug, [], [])  # type: ignore[arg-type]
+    await limiter.aclose()

@@ -206,6 +206,14 @@ return 0
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
 #: How often a call is sent again when its connection turns out closed before it left.
 _CLOSED_CONNECTION_RETRIES = 2
+def _closed_under(exc: BaseException) -> bool:
+    """Whether ``exc`` says the call's connection was closed under it."""
+    text = str(exc)
+    if isinstance(exc, AttributeError):
+        return "'NoneType' object has no attribute" in text
+    return "closed" in text
+
+
 #: At most this many calls to Redis are under way at once from one limiter (a cluster client
 #: refuses more than 100 connections per node, and one connection serves one call at a time).
 MAX_CONCURRENT_CALLS = 32
@@ -457,11 +465,15 @@ class RedisLimiter(SharedLimiter):
                 for attempt in range(_CLOSED_CONNECTION_RETRIES + 1):
                     try:
                         return await script(keys=keys, args=args)
-                    except RuntimeError as exc:
-                        # uvloop refuses to write to a connection the pool still held after
-                        # it closed ("the handler is closed"): the command never left, so it
-                        # goes again on a fresh connection.
-                        if attempt == _CLOSED_CONNECTION_RETRIES or "closed" not in str(exc):
+                    except (RuntimeError, AttributeError) as exc:
+                        # A connection closed under the call: uvloop refuses to write to one
+                        # the pool still held ("the handler is closed"), and redis-py's
+                        # cluster client can reset a connection's streams while another call
+                        # is connecting on it ("'NoneType' object has no attribute
+                        # 'writelines'"). It goes again on a fresh connection; should it have
+                        # left after all, running the script twice only logs one more request
+                        # or skips a nonce, never lets more through.
+                        if attempt == _CLOSED_CONNECTION_RETRIES or not _closed_under(exc):
                             raise
                 raise AssertionError("unreachable")  # pragma: no cover - the loop returns
         except TimeoutError:
@@ -473,7 +485,10 @@ class RedisLimiter(SharedLimiter):
         except RedisClusterException as exc:  # no node of the cluster could be reached
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
-        except RuntimeError as exc:  # a connection closed under it, again and again
+        except (RuntimeError, AttributeError) as exc:
+            if isinstance(exc, AttributeError) and not _closed_under(exc):
+                raise
+            # A connection closed under it, again and again.
             what = "unreachable"
             detail = f"{type(exc).__name__}: {exc}"
         except (RedisError, TypeError, ValueError) as exc:
