@@ -260,3 +260,13 @@ async def test_rewards_spelled_apart_are_two_on_every_path(
         assert len(got) == 122
         assert sorted(str(r.total_reward) for r in got if r.mining_account_name == "acc_a") == [
             "1.5", "1.50"]
+
+
+def test_an_amount_with_a_huge_exponent_keeps_it() -> None:
+    from txc_async._walk import WIRE_RECORDS
+
+    body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [
+        _rec("acc_a", START) | {"totalReward": "1E+10000000", "fee": "2.5E-3"}]})
+    (record,) = WIRE_RECORDS.decode(body)
+    assert (record.total_reward, record.fee) == ("1E+10000000", "0.0025")
+    assert record_digest(_wire("1E+10000000")) == record_digest(_wire("10E+9999999"))

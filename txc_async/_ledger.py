@@ -66,17 +66,24 @@ _DIGEST_BYTES = 16
 
 def _amount(value: object) -> str:
     """A decimal amount in one spelling whatever its source: the wire's string, a ``Decimal``,
-    or a Parquet column's text (``01.200``, ``1.2`` and ``1.2E0`` are all ``1.2``)."""
+    or a Parquet column's text (``01.200``, ``1.2`` and ``1.2E0`` are all ``12e-1``): its digits
+    without trailing zeros and its exponent, exact and short however large the exponent."""
     if value is None or value == "":
         return ""
     try:
         amount = value if isinstance(value, Decimal) else Decimal(str(value))
     except (InvalidOperation, ValueError):
         return str(value)
-    text = format(amount, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+    if not amount.is_finite():
+        return str(amount)
+    sign, digits, exponent = amount.as_tuple()
+    assert isinstance(exponent, int)
+    kept = "".join(map(str, digits)).lstrip("0")
+    if not kept:
+        return "0"
+    stripped = kept.rstrip("0")
+    exponent += len(kept) - len(stripped)
+    return f"{'-' if sign else ''}{stripped}e{exponent}"
 
 
 _encode = msgspec.msgpack.Encoder().encode

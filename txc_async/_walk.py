@@ -120,13 +120,25 @@ def _from_typed(body: bytes) -> list[WireReward]:
             text = sent.get(key) if isinstance(sent, dict) else None
             if not (isinstance(text, str) and plain(text)):
                 value = getattr(record, attr)
-                text = "" if value is None else format(value, "f")
+                text = "" if value is None else _written_out(value)
             texts.append(text)
         total, reward, fee, rate = texts
         out.append(WireReward(
             record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
         ))
     return out
+
+
+#: An amount whose exponent reaches this far keeps its exponent when written: written out, a
+#: dozen characters such as ``1E+10000000`` would take megabytes.
+_WRITE_OUT_DIGITS = 60
+
+
+def _written_out(amount: Decimal) -> str:
+    """A finite amount as a plain decimal, or with its exponent when that would be huge."""
+    if -_WRITE_OUT_DIGITS <= amount.adjusted() <= _WRITE_OUT_DIGITS:
+        return format(amount, "f")
+    return str(amount)
 
 
 def _wire_amount(value: str | None) -> str | None:
@@ -139,7 +151,7 @@ def _wire_amount(value: str | None) -> str | None:
         amount = Decimal(value)
     except InvalidOperation:
         return None
-    return format(amount, "f") if amount.is_finite() else None
+    return _written_out(amount) if amount.is_finite() else None
 
 
 def _wire_records(body: bytes) -> list[WireReward]:
