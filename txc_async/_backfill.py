@@ -53,6 +53,10 @@ class RewardJob:
     start: int
     end: int
 
+    def covered(self, date: int) -> float:
+        """The share of the job's range a newest-first walk has covered on reaching ``date``."""
+        return (self.end - date) / max(1, self.end - self.start)
+
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"from": self.start, "to": self.end}
         if self.account is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +69,13 @@ class BackfillProgress:
     fraction: float = 0.0
     finished: bool = False
     started: float = field(default_factory=time.monotonic)
+
+    def measure(self, coverage: Mapping[int, float]) -> None:
+        """Set ``fraction`` from the jobs done and ``coverage``: the share walked of each job
+        under way."""
+        self.fraction = (
+            (self.jobs_done + sum(coverage.values())) / self.jobs_total if self.jobs_total else 1.0
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,8 +477,7 @@ async def _run(
                     job_rows[job.index] = job_rows.get(job.index, 0) + len(page)
                     progress.records += len(page)
                     accounts_seen.update(r.mining_account_name for r in page)
-                    span = max(1, job.end - job.start)
-                    coverage[job.index] = (job.end - page[-1].date) / span
+                    coverage[job.index] = job.covered(page[-1].date)
                 if finished:
                     # The rows reach the disk before the job is marked done.
                     if parts is not None:
@@ -484,9 +490,7 @@ async def _run(
                     progress.jobs_done += 1
                     coverage.pop(job.index, None)
                 if on_progress is not None:
-                    progress.fraction = (
-                        (progress.jobs_done + sum(coverage.values())) / len(mine) if mine else 1.0
-                    )
+                    progress.measure(coverage)
                     on_progress(progress)
             if all(job.index in done for job in mine):
                 await _check_output(client, ledger, done, state, rows_file, parts, progress,
@@ -607,14 +611,12 @@ async def backfill_to_stream(
             stream.flush()
             progress.records += len(page)
             accounts_seen.update(r.mining_account_name for r in page)
-            coverage[job.index] = (job.end - page[-1].date) / max(1, job.end - job.start)
+            coverage[job.index] = job.covered(page[-1].date)
         if finished:
             progress.jobs_done += 1
             coverage.pop(job.index, None)
         if on_progress is not None:
-            progress.fraction = (
-                (progress.jobs_done + sum(coverage.values())) / len(mine) if mine else 1.0
-            )
+            progress.measure(coverage)
             on_progress(progress)
     # Rewards booked behind the walks while they ran (see ``_ledger``).
     async for _key, fresh in check_rewards(client, ledger, WIRE_RECORDS):

@@ -224,10 +224,10 @@ def _span(base: dict[str, Any], lo: int | None, hi: int | None) -> dict[str, Any
     return params
 
 
-async def _holds_more(client: Client, piece: Sequence[_Segment], records: Operation[list[R]]
-                      ) -> bool:
-    """Whether the server holds more records in ``piece`` than were returned there."""
-    count = sum(s.count for s in piece)
+async def _holds_more(
+    client: Client, piece: Sequence[_Segment], count: int, records: Operation[list[R]]
+) -> bool:
+    """Whether the server holds more records in ``piece`` than the ``count`` returned there."""
     params = _span(piece[0].range.base, piece[-1].lo, piece[0].hi)
     page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
     return bool(page)
@@ -254,8 +254,9 @@ async def _search(
     client: Client, piece: Sequence[_Segment], records: Operation[list[R]], *, known: bool
 ) -> list[tuple[Hashable, list[R]]]:
     """What ``piece`` holds that was not returned (``known``: it holds something)."""
-    if not known and sum(s.count for s in piece) <= MAX_OFFSET:
-        known = await _holds_more(client, piece, records)
+    count = sum(s.count for s in piece)
+    if not known and count <= MAX_OFFSET:
+        known = await _holds_more(client, piece, count, records)
         if not known:
             return []
     if len(piece) == 1:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
@@ -58,30 +58,13 @@ class _WireRewardsPage(msgspec.Struct, frozen=True):
     data: list[WireReward]
 
 
-class _LooseWireReward(msgspec.Struct, frozen=True, rename="camel"):
-    """A reward whose amounts may be null or missing, as the API leaves open."""
-
-    mining_account_name: str
-    hash_rate: str
-    date: int
-    total_reward: str | None = None
-    reward: str | None = None
-    fee: str | None = None
-    fpps_rate: str | None = None
-
-
-class _LooseWireRewardsPage(msgspec.Struct, frozen=True):
-    data: list[_LooseWireReward]
-
-
 # The typed page goes through the operation's own decoder: tolerant where the API leaves things
 # open, and refusing any non-finite amount.
 _decode_page: Callable[[bytes], RewardsPage] = MINING_REWARDS.decode
 _decode_wire_page = msgspec.json.Decoder(_WireRewardsPage).decode
-_decode_loose_page = msgspec.json.Decoder(_LooseWireRewardsPage).decode
 # A plain decimal, as the service writes amounts, is kept as sent; anything else is read as the
-# typed decoder reads it: empty or null is "", an exponent is written out, and a NaN or an
-# infinity makes the typed decoder refuse the page.
+# typed decoder reads it: empty or null is "", an exponent is written out (unless huge), and a
+# NaN or an infinity makes the typed decoder refuse the page.
 _PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
@@ -141,49 +124,23 @@ def _written_out(amount: Decimal) -> str:
     return str(amount)
 
 
-def _wire_amount(value: str | None) -> str | None:
-    """``value`` as an export writes it, or ``None`` when it is no finite amount."""
-    if value is None or value == "":
-        return ""
-    if _PLAIN_DECIMAL.fullmatch(value):
-        return value
-    try:
-        amount = Decimal(value)
-    except InvalidOperation:
-        return None
-    return _written_out(amount) if amount.is_finite() else None
-
-
 def _wire_records(body: bytes) -> list[WireReward]:
-    """The page's records, each record's amounts kept as the wire spells them when they are plain
-    decimals (whatever its neighbours hold), else read as the typed decoder reads them."""
+    """The page's records with their amounts as the wire spells them. A page whose amounts are
+    all plain decimal strings is taken as it is; any other goes through the typed decoder, and
+    each record still keeps every plain amount as the wire wrote it (see :func:`_from_typed`),
+    whatever else its page holds."""
     try:
-        records: list[WireReward] | list[_LooseWireReward] = _decode_wire_page(body).data
+        records = _decode_wire_page(body).data
     except (msgspec.ValidationError, msgspec.DecodeError):
-        try:
-            records = _decode_loose_page(body).data
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            return _from_typed(body)
+        return _from_typed(body)
     plain = _PLAIN_DECIMAL.fullmatch
-    out: list[WireReward] = []
     for record in records:
-        if isinstance(record, WireReward) and (
+        if not (
             plain(record.total_reward) and plain(record.reward) and plain(record.fee)
             and plain(record.fpps_rate)
         ):
-            out.append(record)
-            continue
-        total, reward, fee, rate = (
-            _wire_amount(record.total_reward), _wire_amount(record.reward),
-            _wire_amount(record.fee), _wire_amount(record.fpps_rate),
-        )
-        if total is None or reward is None or fee is None or rate is None:
-            # Not a finite amount: the typed decoder refuses the page and says why.
             return _from_typed(body)
-        out.append(WireReward(
-            record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
-        ))
-    return out
+    return records
 
 
 #: The rewards operation, answering the records of a page as ``MiningReward``s.
