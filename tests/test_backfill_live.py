@@ -525,6 +525,7 @@ async def test_a_run_stopped_before_its_check_checks_on_the_rerun(tmp_path: Path
             second = await backfill_to_file(client, start=START, end=end, path=out,
                                             fmt=fmt)  # type: ignore[arg-type]
             assert second.records_written == 1 and not second.complete_already
+            assert second.accounts == 1  # the account of the row the check found
             third = await backfill_to_file(client, start=START, end=end, path=out,
                                            fmt=fmt)  # type: ignore[arg-type]
             assert third.complete_already and third.requests == 0

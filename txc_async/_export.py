@@ -494,7 +494,7 @@ async def _run(
                     on_progress(progress)
             if all(job.index in done for job in mine):
                 await _check_output(client, ledger, done, state, rows_file, parts, progress,
-                                    on_progress)
+                                    accounts_seen, on_progress)
     finally:
         if rows_file is not None:
             rows_file.close()
@@ -552,7 +552,8 @@ def _output_ledger(
 async def _check_output(
     client: Client, ledger: RewardLedger[WireReward], done: dict[int, int | None],
     state: BinaryIO, rows_file: RowFile | None, parts: PartWriter | None,
-    progress: BackfillProgress, on_progress: Callable[[BackfillProgress], None] | None,
+    progress: BackfillProgress, accounts: set[str],
+    on_progress: Callable[[BackfillProgress], None] | None,
 ) -> None:
     """The check (see ``_ledger``) over every piece the output holds, once every piece is
     written: rewards booked behind the walks while they ran are appended, and the state says the
@@ -572,6 +573,7 @@ async def _check_output(
             done[index] = count + len(fresh)
             _append_state(state, b"%d %d\n" % (index, count + len(fresh)))
         progress.records += len(fresh)
+        accounts.update(r.mining_account_name for r in fresh)
         if on_progress is not None:
             on_progress(progress)
     _append_state(state, _CHECKED + b"\n")
