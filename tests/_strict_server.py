@@ -30,6 +30,7 @@ from types import TracebackType
 from aiohttp import web
 
 from txc_async import RateLimit
+from txc_async.sandbox._server import over_limit
 
 __all__ = ["BALANCE", "PING", "Arrival", "DelayingProxy", "Scripted", "StrictServer"]
 
@@ -89,13 +90,7 @@ class StrictServer:
         limit = self.limits.get(path)
         if limit is None:
             return False
-        window = self._windows[path]
-        while window and window[0] <= now - limit.per_seconds:
-            window.popleft()
-        if len(window) >= limit.max_requests:
-            return True
-        window.append(now)
-        return False
+        return over_limit(self._windows[path], limit, now)
 
     async def _handle(self, request: web.Request) -> web.Response:
         now = time.monotonic()  # stamped first, before the body is read

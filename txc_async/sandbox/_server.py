@@ -176,6 +176,17 @@ class _Refusal(Exception):
         self.body = body
 
 
+def over_limit(window: deque[float], limit: RateLimit, now: float) -> bool:
+    """A strict sliding window: whether a request arriving ``now`` is over ``limit``, given the
+    arrival times in ``window`` that were not refused (the request is added when it is not)."""
+    while window and window[0] <= now - limit.per_seconds:
+        window.popleft()
+    if len(window) >= limit.max_requests:
+        return True
+    window.append(now)
+    return False
+
+
 def _validation(status: int, code: int, message: str, errors: Mapping[str, list[str]]) -> _Refusal:
     return _Refusal(status, {"code": code, "message": message, "errors": dict(errors)})
 
@@ -315,12 +326,7 @@ class Sandbox:
         window = self._windows.get(scope)
         if window is None:
             window = self._windows[scope] = deque()
-        while window and window[0] <= now - limit.per_seconds:
-            window.popleft()
-        if len(window) >= limit.max_requests:
-            return True
-        window.append(now)
-        return False
+        return over_limit(window, limit, now)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
