@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import backfill, decode, overhead, percall, ratelimit
+from benchmarks import backfill, decode, ladder, overhead, percall, ratelimit
 
 
 def main() -> None:
@@ -25,6 +25,7 @@ def main() -> None:
     failed = []
     for title, run in (
         ("per-call cost", lambda: percall.main(quick)),
+        ("where the cost over the lean client comes from", lambda: ladder.main(quick)),
         ("the client's own cost by part", lambda: overhead.main(quick)),
         ("decode throughput", lambda: decode.main(quick)),
         ("backfill throughput and memory", lambda: asyncio.run(backfill.main(quick))),

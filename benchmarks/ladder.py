@@ -1,0 +1,213 @@
+"""Where the client's cost over the lean typed client comes from: a ladder of clients built in
+one process, each step adding one part of txc_async to the one before it, measured in
+alternating rounds against the sandbox in another process.
+
+    lean typed msgspec          the ceiling for typed answers (``percall.LeanTyped``)
+    + methods and signing       ``Client.main_balance`` / ``investments_history``, their
+                                argument checks, the shared nonce source, ``Signer.sign``;
+                                aiohttp called directly, the lean client's decoders
+    + answer decoding           the client's ``AnswerDecoder``: every amount checked finite,
+                                the balance as ``dict[str, Decimal]``
+    + transport                 ``AiohttpTransport.send``: the per-request deadline, the
+                                answer-size limit, aiohttp's errors translated
+    the whole client            + the exact rate-limit log, the server-clock estimate, the
+                                call registry for ``close()``, counters, retries, records
+
+Each step but the last replaces ``Pipeline.call`` of its own client with the code below; the
+last is the library unchanged. The figures are CPU per call (sequential calls) and client CPU
+per call with 64 concurrent callers over 16 keys, medians of the rounds, and each step's ratio to
+the lean client of the same round.
+
+    python benchmarks/ladder.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import aiohttp
+
+import txc_async
+from txc_async._answers import decode_answer
+from txc_async._operations import Operation
+from txc_async._pipeline import Pipeline
+from txc_async._retry import RetryPolicy
+
+try:
+    from benchmarks._common import contender_keys, load, machine, median, start_sandbox_process
+    from benchmarks.percall import (
+        UNLIMITED,
+        LeanTyped,
+        _decode_balance,
+        _decode_investments,
+        concurrent,
+        sequential,
+    )
+except ImportError:  # run as a script from the benchmarks folder
+    from _common import (  # type: ignore[no-redef]
+        contender_keys,
+        load,
+        machine,
+        median,
+        start_sandbox_process,
+    )
+    from percall import (  # type: ignore[no-redef]
+        UNLIMITED,
+        LeanTyped,
+        _decode_balance,
+        _decode_investments,
+        concurrent,
+        sequential,
+    )
+
+LEAN = "lean typed msgspec"
+STEPS = (LEAN, "+ methods and signing", "+ answer decoding", "+ transport", "the whole client")
+_LEAN_DECODERS: dict[str, Callable[[bytes], Any]] = {
+    "main_balance": _decode_balance,
+    "investments_history": _decode_investments,
+}
+
+Call = Callable[[], Awaitable[Any]]
+StepCall = Callable[[Pipeline, Operation[Any], Mapping[str, Any], float, RetryPolicy],
+                    Awaitable[Any]]
+
+
+async def _signed(pipeline: Pipeline, op: Operation[Any],
+                  params: Mapping[str, Any]) -> tuple[bytes, dict[str, str]]:
+    signer = pipeline.signer
+    assert signer is not None
+    nonce = signer.nonces.try_next()
+    if nonce is None:
+        nonce = await signer.nonces.next()
+    return signer.sign(op.path, params, nonce)
+
+
+async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
+                   timeout: float, retry: RetryPolicy) -> Any:
+    body, headers = await _signed(pipeline, op, params)
+    session = pipeline.transport._session  # type: ignore[attr-defined]
+    async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
+        return _LEAN_DECODERS[op.name](await response.read())
+
+
+async def _decoding(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
+                    timeout: float, retry: RetryPolicy) -> Any:
+    body, headers = await _signed(pipeline, op, params)
+    session = pipeline.transport._session  # type: ignore[attr-defined]
+    async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
+        return op.decode(await response.read())
+
+
+async def _transport(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
+                     timeout: float, retry: RetryPolicy) -> Any:
+    body, headers = await _signed(pipeline, op, params)
+    raw = await pipeline.transport.send(
+        op.method, pipeline.urls[op.name], headers=headers, body=body, timeout=timeout
+    )
+    return decode_answer(raw, op.decode)
+
+
+_STEP_CALLS: dict[str, StepCall | None] = {
+    STEPS[1]: _methods, STEPS[2]: _decoding, STEPS[3]: _transport, STEPS[4]: None,
+}
+
+
+async def _ladder(url: str, session: aiohttp.ClientSession) -> tuple[
+        dict[str, dict[str, list[Call]]], list[txc_async.Client]]:
+    calls: dict[str, dict[str, list[Call]]] = {}
+    clients: list[txc_async.Client] = []
+    lean = [LeanTyped(session, url, *pair) for pair in contender_keys("lean")]
+    calls[LEAN] = {
+        "main_balance": [c.main_balance for c in lean],
+        "investments_history": [c.investments_history for c in lean],
+    }
+    limiter = txc_async.InProcessLimiter()
+    for step, replacement in _STEP_CALLS.items():
+        # Every step signs with the same keys: the process's one nonce source per key serves
+        # them all, as it serves every client of a key.
+        made = [
+            txc_async.Client(api_key=key, api_secret=secret, base_url=url,
+                             rate_limits=UNLIMITED, limiter=limiter, session=session)
+            for key, secret in contender_keys("txc")
+        ]
+        if replacement is not None:
+            for client in made:
+                pipeline = client._pipeline
+                pipeline.call = replacement.__get__(pipeline)  # type: ignore[method-assign]
+        clients.extend(made)
+        calls[step] = {
+            "main_balance": [c.main_balance for c in made],
+            "investments_history": [
+                lambda c=c: c.investments_history(limit=100) for c in made
+            ],
+        }
+    return calls, clients
+
+
+async def run(quick: bool) -> dict[str, dict[str, float]]:
+    rounds, count = (4, 100) if quick else (12, 200)
+    busy_rounds, each = (2, 10) if quick else (6, 40)
+    server = start_sandbox_process()
+    session = aiohttp.ClientSession()
+    calls, clients = await _ladder(server.url, session)
+    cpu: dict[tuple[str, str], list[float]] = {}
+    ratios: dict[tuple[str, str], list[float]] = {}
+    try:
+        for per_op in calls.values():
+            for per_key in per_op.values():
+                for call in per_key:
+                    for _ in range(3):
+                        await call()
+        for operation in ("main_balance", "investments_history", "busy"):
+            for round_number in range(busy_rounds if operation == "busy" else rounds):
+                shift = round_number % len(STEPS)
+                figures = {}
+                for step in STEPS[shift:] + STEPS[:shift]:
+                    if operation == "busy":
+                        figures[step] = (await concurrent(calls[step]["main_balance"], 64, each))[2]
+                    else:
+                        figures[step] = (await sequential(calls[step][operation][0], count))[0]
+                    await asyncio.sleep(0.05)
+                for step, value in figures.items():
+                    cpu.setdefault((operation, step), []).append(value)
+                    ratios.setdefault((operation, step), []).append(value / figures[LEAN])
+    finally:
+        for client in clients:
+            await client.close()
+        await session.close()
+        server.close()
+    titles = {
+        "main_balance": f"main_balance, {rounds} rounds of {count} sequential calls",
+        "investments_history": f"investments_history (100 records), {rounds} rounds of {count} "
+                               "sequential calls",
+        "busy": f"main_balance, 64 concurrent callers over 16 keys, {busy_rounds} rounds of "
+                f"{64 * each} calls (client CPU per call)",
+    }
+    print(f"the client built up part by part, in one process; {machine()}; {load()}")
+    print("CPU per call, median of the rounds; ratio to the lean client, median of the rounds' "
+          "ratios; step: what the part adds over the step above")
+    result: dict[str, dict[str, float]] = {}
+    for operation, title in titles.items():
+        print(f"  {title}")
+        before = 1.0
+        for step in STEPS:
+            mid = median(cpu[(operation, step)]) * 1e6
+            ratio = median(ratios[(operation, step)])
+            added = "" if step == LEAN else f"  step {100 * (ratio - before):+5.1f} %"
+            print(f"    {step:<24} {mid:7.0f} µs  {ratio:6.3f}x{added}")
+            result.setdefault(operation, {})[step] = ratio
+            before = ratio
+    return result
+
+
+def main(quick: bool) -> dict[str, dict[str, float]]:
+    return asyncio.run(run(quick))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    main(parser.parse_args().quick)
