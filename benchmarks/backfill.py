@@ -3,8 +3,7 @@ process, limits lifted) through txc_async.backfill_mining_rewards, at two sizes,
 to each output format (JSONL, CSV, Parquet, and JSON lines to a pipe), each run in a fresh
 process so that its peak resident memory (RSS) is its own. Memory must stay under 150 MB: flat
 but for the check that ends every walk, which keeps 24 bytes per record (its date and digest).
-Exports decode the wire's strings (no Decimal); the file outputs read their rows back for the
-check, which these figures include.
+Exports decode the wire's strings (no Decimal), and build the check's ledger as they write.
 
     python benchmarks/backfill.py [--quick]
 """
@@ -14,8 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import txc_async
@@ -31,42 +33,50 @@ UNLIMITED = {scope: RateLimit(10**9, 1.0) for scope in txc_async.DEFAULT_RATE_LI
 RSS_LIMIT_MB = 150
 
 
-async def child(accounts: int, per_day: int, concurrency: int) -> dict[str, Any]:
-    server = await start_sandbox(mining_accounts=accounts, rewards_per_day=per_day,
-                                 rewards_days=DAYS)
-    try:
-        before = rss_mb()
-        async with txc_async.Client(
-            api_key=server.api_key, api_secret=server.api_secret, base_url=server.url,
-            rate_limits=UNLIMITED, limiter=txc_async.InProcessLimiter(),
-        ) as client:
-            records = 0
-            total = 0
-            began = time.perf_counter()
-            cpu = time.process_time()
-            async for reward in txc_async.backfill_mining_rewards(
-                client, start=START, end=START + DAYS * 86400 - 1, concurrency=concurrency
-            ):
-                records += 1
-                total += reward.date & 1
-            elapsed = time.perf_counter() - began
-            cpu = time.process_time() - cpu
-            requests = client.stats.requests
-    finally:
-        await server.close()
-    return {
-        "records": records, "expected": accounts * per_day * DAYS, "requests": requests,
-        "seconds": elapsed, "cpu": cpu, "rss_before": before, "peak_rss": peak_rss_mb(),
-    }
-
-
-async def export_child(accounts: int, per_day: int, fmt: str) -> dict[str, Any]:
-    import os
-    import tempfile
-    from pathlib import Path
+async def _job(client: txc_async.Client, fmt: str | None, folder: Path,
+               concurrency: int) -> int:
+    """Run one backfill job (the iterator when ``fmt`` is None, else an export); the records
+    it delivered."""
+    end = START + DAYS * 86400 - 1
+    if fmt is None:
+        records = total = 0
+        async for reward in txc_async.backfill_mining_rewards(
+            client, start=START, end=end, concurrency=concurrency
+        ):
+            records += 1
+            total += reward.date & 1
+        return records
+    # Imported here, so that the iterator's process holds only what the iterator needs.
+    import msgspec
 
     from txc_async._export import backfill_to_file, backfill_to_stream
 
+    if fmt == "jsonl-decimal":
+        # The export as it was: typed records (Decimal amounts) encoded back to JSON.
+        encode = msgspec.json.Encoder().encode
+        records = 0
+        with open(folder / "r.jsonl", "wb") as sink:  # noqa: ASYNC230
+            async for reward in txc_async.backfill_mining_rewards(
+                client, start=START, end=end, concurrency=concurrency
+            ):
+                sink.write(encode(reward) + b"\n")
+                records += 1
+        return records
+    if fmt == "pipe":
+        with open(os.devnull, "wb") as sink:  # noqa: ASYNC230
+            summary = await backfill_to_stream(
+                client, start=START, end=end, stream=sink, concurrency=concurrency)
+        return summary.records_written
+    out = folder / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
+    summary = await backfill_to_file(
+        client, start=START, end=end, path=out, fmt=fmt,  # type: ignore[arg-type]
+        concurrency=concurrency)
+    return summary.records_written
+
+
+async def child(accounts: int, per_day: int, concurrency: int,
+                fmt: str | None = None) -> dict[str, Any]:
+    """One measured run in a process of its own: the sandbox, a client, one job."""
     server = await start_sandbox(mining_accounts=accounts, rewards_per_day=per_day,
                                  rewards_days=DAYS)
     try:
@@ -78,37 +88,16 @@ async def export_child(accounts: int, per_day: int, fmt: str) -> dict[str, Any]:
             with tempfile.TemporaryDirectory() as folder:
                 began = time.perf_counter()
                 cpu = time.process_time()
-                end = START + DAYS * 86400 - 1
-                if fmt == "jsonl-decimal":
-                    # The export as it was: typed records (Decimal amounts) encoded back to JSON.
-                    import msgspec
-
-                    encode = msgspec.json.Encoder().encode
-                    records = 0
-                    with open(Path(folder) / "r.jsonl", "wb") as sink:  # noqa: ASYNC230
-                        async for reward in txc_async.backfill_mining_rewards(
-                            client, start=START, end=end, concurrency=8
-                        ):
-                            sink.write(encode(reward) + b"\n")
-                            records += 1
-                    summary = type("S", (), {"records_written": records})()
-                elif fmt == "pipe":
-                    with open(os.devnull, "wb") as sink:  # noqa: ASYNC230
-                        summary = await backfill_to_stream(
-                            client, start=START, end=end, stream=sink, concurrency=8)
-                else:
-                    out = Path(folder) / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
-                    summary = await backfill_to_file(
-                        client, start=START, end=end, path=out, fmt=fmt,  # type: ignore[arg-type]
-                        concurrency=8)
+                records = await _job(client, fmt, Path(folder), concurrency)
                 elapsed = time.perf_counter() - began
                 cpu = time.process_time() - cpu
+            requests = client.stats.requests
     finally:
         await server.close()
     return {
-        "format": fmt, "records": summary.records_written,
-        "expected": accounts * per_day * DAYS, "seconds": elapsed, "cpu": cpu,
-        "rss_before": before, "peak_rss": peak_rss_mb(),
+        "format": fmt, "records": records, "expected": accounts * per_day * DAYS,
+        "requests": requests, "seconds": elapsed, "cpu": cpu, "rss_before": before,
+        "peak_rss": peak_rss_mb(),
     }
 
 
@@ -168,10 +157,8 @@ async def main(quick: bool) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         accounts, per_day, concurrency = map(int, sys.argv[2:5])
-        if len(sys.argv) > 6 and sys.argv[5] == "--format":
-            print(json.dumps(asyncio.run(export_child(accounts, per_day, sys.argv[6]))))
-        else:
-            print(json.dumps(asyncio.run(child(accounts, per_day, concurrency))))
+        fmt = sys.argv[6] if len(sys.argv) > 6 and sys.argv[5] == "--format" else None
+        print(json.dumps(asyncio.run(child(accounts, per_day, concurrency, fmt))))
     else:
         parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
         parser.add_argument("--quick", action="store_true")

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -36,32 +38,25 @@ from txc_async._operations import Operation
 from txc_async._pipeline import Pipeline
 from txc_async._retry import RetryPolicy
 
-try:
-    from benchmarks._common import contender_keys, load, machine, median, start_sandbox_process
-    from benchmarks.percall import (
-        UNLIMITED,
-        LeanTyped,
-        _decode_balance,
-        _decode_investments,
-        concurrent,
-        sequential,
-    )
-except ImportError:  # run as a script from the benchmarks folder
-    from _common import (  # type: ignore[no-redef]
-        contender_keys,
-        load,
-        machine,
-        median,
-        start_sandbox_process,
-    )
-    from percall import (  # type: ignore[no-redef]
-        UNLIMITED,
-        LeanTyped,
-        _decode_balance,
-        _decode_investments,
-        concurrent,
-        sequential,
-    )
+# Run as a script (python benchmarks/ladder.py) or imported by run_all.py: the repository's root
+# makes ``benchmarks`` importable either way.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import (
+    contender_keys,
+    load,
+    machine,
+    median,
+    start_sandbox_process,
+)
+from benchmarks.percall import (
+    UNLIMITED,
+    LeanTyped,
+    _decode_balance,
+    _decode_investments,
+    concurrent,
+    sequential,
+)
 
 LEAN = "lean typed msgspec"
 STEPS = (LEAN, "+ methods and signing", "+ answer decoding", "+ transport", "the whole client")
