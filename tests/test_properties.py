@@ -398,3 +398,27 @@ async def test_decoded_rewards_and_balances_hold_only_finite_decimals(
                 ticker: number for ticker, value in balances.items()
                 if (number := _expected_decimal(value)[1]) is not None
             }
+
+
+@SETTINGS
+@given(
+    secret=st.text(min_size=1, max_size=300),
+    params=st.dictionaries(st.text(max_size=12), st.text(max_size=40), max_size=4),
+    nonce=st.integers(min_value=0, max_value=10**15),
+)
+def test_every_signature_is_the_hmac_sha512_of_its_payload(
+    secret: str, params: dict[str, str], nonce: int
+) -> None:
+    """The signer starts every signature from a copy of the key's HMAC state: whatever the
+    secret (longer than SHA-512's block included) and however often it signs, each signature is
+    HMAC-SHA512(secret, payload) as SERVICE_NOTES.md gives it."""
+    from txc_async._signing import NonceSource, Signer
+
+    signer = Signer("key", secret, NonceSource())
+    for attempt in range(2):
+        body, headers = signer.sign("/api/v4/main-account/balance", params, nonce + attempt)
+        payload = base64.b64encode(body)
+        assert headers["X-TXC-PAYLOAD"] == payload.decode("ascii")
+        assert headers["X-TXC-SIGNATURE"] == hmac.new(
+            secret.encode(), payload, hashlib.sha512
+        ).hexdigest()

@@ -247,6 +247,27 @@ async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sa
     assert all("closed" in str(r) for r in results)
 
 
+async def test_a_session_closed_by_its_owner_ends_calls_as_not_sent(sandbox: Sandbox) -> None:
+    """The application's own aiohttp session, closed under the client: every call, read or
+    write, ends in a TransportError that says the session is closed and that nothing was sent;
+    nothing reaches the server."""
+    import aiohttp
+
+    session = aiohttp.ClientSession()
+    c = client_for(sandbox, session=session)
+    assert await c.main_balance()
+    arrived = sum(sandbox.stats.received.values())
+    await session.close()
+    for call in (c.main_balance, c.ping, lambda: c.collateral_stop_limit_order(**ORDER_ARGS)):
+        with pytest.raises(TransportError) as caught:
+            await call()
+        assert "the HTTP session is closed" in str(caught.value)
+        assert caught.value.may_have_reached_server is False
+        assert caught.value.__cause__ is None and caught.value.__context__ is None
+    assert sum(sandbox.stats.received.values()) == arrived
+    await c.close()
+
+
 # -- limits as the server sees them ------------------------------------------------------------
 
 

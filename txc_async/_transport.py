@@ -96,8 +96,6 @@ class AiohttpTransport:
             connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._verify_tls)
             session = aiohttp.ClientSession(connector=connector)
             self._session = session
-        elif session.closed:
-            raise TransportError("the HTTP session is closed", may_have_reached_server=False)
         return session
 
     async def send(
@@ -110,7 +108,7 @@ class AiohttpTransport:
         timeout: float,
     ) -> RawResponse:
         session = self._session
-        if session is None or self._closed or session.closed:
+        if session is None or self._closed:
             session = self._get_session()
         # The pipeline passes whole milliseconds, so the same few values come back: one object
         # each (the cache is emptied past 64 values).
@@ -166,6 +164,12 @@ class AiohttpTransport:
             )
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             failure = TransportError(self._connection_failure(exc, url))
+        except RuntimeError:
+            # aiohttp refuses a request on a closed session before sending anything; it checks
+            # that itself on every request, so it is not checked here as well.
+            if not session.closed:
+                raise
+            failure = TransportError("the HTTP session is closed", may_have_reached_server=False)
         raise failure
 
     async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
