@@ -228,6 +228,59 @@ def test_huge_timestamps_are_refused() -> None:
         )
 
 
+HUGE_NUMBER = b"1e999999999999999999999"  # beyond the exponents a Decimal can hold
+
+
+async def test_a_number_beyond_what_a_decimal_holds_is_an_unreadable_answer() -> None:
+    """A JSON number whose exponent no Decimal can hold: the answer is unreadable, said as
+    AnswerFormatError (for a write: the server accepted it), never a bare decimal error."""
+    body = encode(order_answer()).replace(b'"0.001"', HUGE_NUMBER, 1)
+    assert HUGE_NUMBER in body
+    client, transport = make_client(RawResponse(200, {}, body))
+    with pytest.raises(AnswerFormatError) as caught:
+        await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert "accepted the request" in str(caught.value)
+    assert caught.value.operation == "collateral_stop_limit_order"
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
+    assert len(transport.sent) == 1
+    for decode, answer in (
+        (BALANCE.decode, b'{"BTC": {"main_balance": ' + HUGE_NUMBER + b"}}"),
+        (REFRESH_OAUTH_TOKEN.decode, b'{"data": {"access_token": "a", "refresh_token": "r", '
+                                     b'"expires_in": ' + HUGE_NUMBER + b', "scope": "s", '
+                                     b'"token_type": "Bearer"}}'),
+    ):
+        with pytest.raises(AnswerFormatError, match="beyond"):
+            decode(answer)
+
+
+async def test_a_call_ended_by_an_unforeseen_error_in_decoding_still_settles_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Should decoding ever raise what nothing foresaw, the answered request does not stay
+    counted in flight in its budget."""
+
+    def broken(body: bytes) -> Any:
+        raise LookupError("unforeseen")
+
+    monkeypatch.setattr(BALANCE.decode, "_strict", broken)
+    client, _ = make_client(RawResponse(200, {}, b'{"BTC": {"main_balance": "1"}}'))
+    limiter = client._pipeline.limiter
+    assert isinstance(limiter, RecordingLimiter)
+    with pytest.raises(LookupError):
+        await client.main_balance()
+    assert limiter.outcomes == [txc_async.Outcome.ANSWERED]
+
+
+async def test_a_reward_beyond_what_a_decimal_holds_never_reaches_the_walk() -> None:
+    record = b'{"miningAccountName": "a", "totalReward": "1", "reward": ' + HUGE_NUMBER + (
+        b', "fee": "0", "fppsRate": "1", "hashRate": "1 TH/s", "date": 1704067200}')
+    page = b'{"offset": 0, "limit": 100, "data": [' + b", ".join([record] * 3) + b"]}"
+    client, _ = make_client(RawResponse(200, {}, page))
+    with pytest.raises(AnswerFormatError):
+        async for _ in client.iter_mining_rewards(start=0, end=1704067200):
+            pass
+
+
 async def test_a_signalling_nan_reward_never_reaches_the_walk() -> None:
     record = {"miningAccountName": "a", "totalReward": "1", "reward": "sNaN", "fee": "0",
               "fppsRate": "1", "hashRate": "1 TH/s", "date": 1704067200}

@@ -169,6 +169,9 @@ class AnswerDecoder(Generic[W, R]):
             data = _decode_json(body)
         except _STRICT_FAILURES:
             reason = "not JSON"
+        except ArithmeticError:
+            # A JSON number whose exponent no Decimal can hold (1e999999999999999999999).
+            reason = "a number beyond what a decimal can hold"
         else:
             try:
                 value: W = _convert(self._info, data, "$")
@@ -186,7 +189,7 @@ class AnswerDecoder(Generic[W, R]):
             return body
         try:
             data = _decode_json(body)
-        except _STRICT_FAILURES:
+        except (*_STRICT_FAILURES, ArithmeticError):
             return b""
         try:
             return msgspec.json.encode(_mask(data))

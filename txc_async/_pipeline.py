@@ -363,6 +363,11 @@ class Pipeline:
                         False,
                     )
                     raise
+                except BaseException:
+                    # Whatever else ends the call here, the request was answered: its place in
+                    # the budget is settled, never left counted in flight.
+                    limiter.settle(admission, _ANSWERED)
+                    raise
                 limiter.settle(admission, _ANSWERED)
                 if self.on_request is not None or _debug_enabled(_DEBUG):
                     self._record(
