@@ -255,6 +255,62 @@ async def test_decimal_amounts_never_use_exponent_notation(
     )
 
 
+class CentsDecimal(Decimal):
+    """A money type of an application that formats itself to cents and exponents."""
+
+    def __format__(self, spec: str) -> str:
+        return "0" if self < 1 else "1E+5"
+
+    def is_finite(self) -> bool:
+        return True
+
+
+async def test_a_decimal_subclass_is_sent_by_its_value_not_its_formatting(
+    mocked: aioresponses, client: txc_async.Client
+) -> None:
+    mocked.post(ORDER, payload=ORDER_ANSWER)
+    await client.collateral_stop_limit_order(
+        market="BTC_USDT", side="sell", amount=CentsDecimal("0.001"),
+        price=CentsDecimal("40000.5"), activation_price=Decimal("40000"),
+    )
+    body = decode_signed(requests_to(mocked, "/api/v4/order/collateral/stop-limit")[0])
+    assert (body["amount"], body["price"]) == ("0.001", "40000.5")
+    with pytest.raises(InvalidParameterError, match="amount: must be a finite number"):
+        await client.collateral_stop_limit_order(
+            market="BTC_USDT", side="sell", amount=CentsDecimal("NaN"), price="1",
+            activation_price="1",
+        )
+
+
+@pytest.mark.parametrize("amount", [
+    Decimal("1E+100"), Decimal("1E-101"), Decimal("1E+999999999"), Decimal("1E-999999999"),
+    Decimal("1." + "0" * 100 + "1"), 10**100, "1" + "0" * 100,
+])
+async def test_amounts_too_long_to_write_out_are_refused_unsent(
+    mocked: aioresponses, client: txc_async.Client, amount: object
+) -> None:
+    """An amount with more than 100 digits on either side of its point is refused at once,
+    before a gigabyte of digits is written (1E+999999999) or anything is sent."""
+    with pytest.raises(InvalidParameterError, match="amount: must be written with at most 100"):
+        await client.collateral_stop_limit_order(
+            market="BTC_USDT", side="sell", amount=amount, price="1", activation_price="1",
+        )
+    assert not requests_to(mocked, "/api/v4/order/collateral/stop-limit")
+
+
+async def test_amounts_up_to_100_digits_each_side_are_sent_exactly(
+    mocked: aioresponses, client: txc_async.Client
+) -> None:
+    mocked.post(ORDER, payload=ORDER_ANSWER)
+    big, small = "9" * 100, "0." + "0" * 99 + "1"
+    await client.collateral_stop_limit_order(
+        market="BTC_USDT", side="sell", amount=Decimal(big), price=Decimal(small),
+        activation_price=Decimal("1." + "0" * 500),
+    )
+    body = decode_signed(requests_to(mocked, "/api/v4/order/collateral/stop-limit")[0])
+    assert (body["amount"], body["price"], body["activation_price"]) == (big, small, "1")
+
+
 async def test_create_mining_account(mocked: aioresponses, client: txc_async.Client) -> None:
     mocked.post(CREATE, payload={"data": {"name": "my_pool_1", "createdAt": 1700000000}})
     account = await client.create_mining_account(name="my_pool_1", referral_code="ref")
@@ -308,8 +364,11 @@ async def test_refresh_oauth_token(mocked: aioresponses, client: txc_async.Clien
     )
     assert token.access_token == "AT-secret" and token.expires_in == 300
     assert token.scopes == ["general", "history"]
-    for text in (repr(token), str(token)):
+    # rich's pretty printer, log handler and tracebacks read __rich_repr__, not __repr__.
+    rich = repr(list(token.__rich_repr__()))
+    for text in (repr(token), str(token), rich):
         assert "AT-secret" not in text and "RT-secret" not in text
+    assert "general,history" in rich
     (kwargs,) = requests_to(mocked, "/oauth2/refresh_token")
     assert kwargs["headers"]["Content-Type"] == "application/x-www-form-urlencoded"
     assert kwargs["data"] == b"client_id=cid&client_secret=csecret&token=RT-old"

@@ -313,3 +313,18 @@ async def test_connection_reset(world: World) -> None:
     assert str(err) == f"main_balance: connection reset by 127.0.0.1:{port}"
     assert world.sent.values
     assert_clean(err, world.secrets())
+
+
+@pytest.mark.parametrize("field", ["client_secret", "refresh_token"])
+async def test_a_secret_refused_for_a_lone_surrogate_is_not_reachable_from_the_error(
+    field: str,
+) -> None:
+    """The encoding error that finds a lone surrogate holds the whole value; the refusal
+    raised for it keeps none of it, as context or otherwise."""
+    secret = "Secret-Surrogate-7\ud800"
+    arguments = {"client_id": "c", "client_secret": "s", "refresh_token": "t", field: secret}
+    async with txc_async.Client(base_url="http://127.0.0.1:9") as client:
+        with pytest.raises(txc_async.InvalidParameterError) as caught:
+            await client.refresh_oauth_token(**arguments)
+    assert caught.value.__context__ is None
+    assert "Secret-Surrogate-7" not in reachable_text(caught.value)

@@ -60,6 +60,9 @@ def test_what_is_not_secret_stays_readable() -> None:
     "redis://:Pw-bad-db-9@127.0.0.1:6390?db=Pw-bad-db-9",
     "http://:Pw-scheme-10@127.0.0.1:6390",
     "redis://[::1:Pw-v6-11",
+    "redis:/app:Pw-one-slash-12@127.0.0.1:6390/0",
+    "redis:app:Pw-no-slash-13@127.0.0.1:6390/0",
+    "rediss:///0?password=Pw-hostless-14",
 ])
 def test_refused_urls_do_not_carry_their_secret(url: str) -> None:
     with pytest.raises(ValueError) as caught:
@@ -85,3 +88,39 @@ async def test_errors_of_an_unreachable_store_carry_no_secret(
     text = reachable_text(err)
     for secret in secrets:
         assert secret not in text
+
+
+@pytest.mark.parametrize("url", [
+    "10.0.0.5:6379/0?password=Pw-no-scheme-15",
+    "cache.internal/0?password=Pw-no-scheme-16",
+    "app:Pw-no-scheme-17@cache.internal:6379/0",
+    "redis:/app:Pw-one-slash-18@127.0.0.1:6390/0",
+    "rediss:///0?password=Pw-hostless-19",
+])
+def test_mistyped_limiter_urls_are_refused_without_quoting_them(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A limiter URL mistyped (no scheme, one slash, no host) is refused wherever it is given,
+    and the refusal never quotes it: it may hold the store's password."""
+    from txc_async import Client, InvalidParameterError, limiter_from_url
+    from txc_async.cli import main
+
+    secret = "Pw-" + url.split("Pw-", 1)[1].split("@", 1)[0]
+    with pytest.raises(ValueError) as caught:
+        limiter_from_url(url)
+    assert secret not in reachable_text(caught.value)
+    monkeypatch.setenv("TXC_LIMITER", url)
+    with pytest.raises(InvalidParameterError) as refused:
+        Client.from_env(base_url="http://127.0.0.1:9")
+    assert secret not in reachable_text(refused.value)
+    assert refused.value.__context__ is None
+    with pytest.raises(SystemExit):
+        main(["backfill-rewards", "--limiter", url, "--start", "2024-01-01", "--end", "2024-01-02",
+              "--out", "-"])
+    out, err = capsys.readouterr()
+    assert secret not in out + err
+    assert "limiter" in err
+
+
+def test_a_url_holding_credentials_in_its_path_is_shown_masked_whole() -> None:
+    assert _safe_url("redis:/app:Pw-path-20@127.0.0.1:6390/0") == "redis:***"

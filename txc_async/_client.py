@@ -107,7 +107,9 @@ def _env_limiter(env: Mapping[str, str]) -> Limiter | None:
     try:
         return limiter_from_url(url)
     except ValueError as exc:
-        raise InvalidParameterError("TXC_LIMITER", str(exc)) from None
+        problem = str(exc)
+    # Raised outside the except clause: nothing of the URL rides along as __context__.
+    raise InvalidParameterError("TXC_LIMITER", problem)
 
 
 def _check_timeout(timeout: object) -> float:

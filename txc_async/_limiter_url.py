@@ -42,13 +42,16 @@ def check_limiter_url(url: object) -> str:
         if parts.netloc or parts.path.strip("/"):
             raise ValueError("memory:// takes no host or path")
     elif scheme in ("redis", "rediss"):
-        if not parts.hostname and not parts.path:
+        if not parts.netloc:
+            # redis:/x or redis:///0 would put a password in the path, where it is not masked,
+            # and make redis-py connect to localhost without a word.
             raise ValueError(f"{scheme}:// needs a host, e.g. {scheme}://127.0.0.1:6379/0")
     elif scheme == "sqlite":
         if parts.netloc or not parts.path.strip("/"):
             raise ValueError("sqlite:// needs a file: sqlite:///relative/path or sqlite:////abs/path")
     else:
-        shown = f"{scheme}://" if scheme else repr(url.split("@")[-1][:40])
+        # The URL itself is never quoted: a mistyped one may still hold a password.
+        shown = f"{scheme}://" if scheme.isalpha() and "://" in url else "(no scheme)"
         raise ValueError(f"unknown limiter URL {shown}: use {_SCHEMES}")
     return url.strip()
 

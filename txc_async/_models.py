@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from decimal import Decimal
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import msgspec
 
@@ -234,6 +234,13 @@ class OAuthToken(msgspec.Struct, frozen=True, repr_omit_defaults=False):
         )
 
     __str__ = __repr__
+
+    def __rich_repr__(self) -> list[tuple[str, Any]]:
+        """What rich's pretty printer, log handler and tracebacks show: the tokens masked."""
+        return [
+            ("access_token", "***"), ("expires_in", self.expires_in), ("refresh_token", "***"),
+            ("scope", self.scope), ("token_type", self.token_type),
+        ]
 
 
 # Envelopes of the wire answers; the client unwraps them.

@@ -259,6 +259,16 @@ def _passwords(url: str) -> list[str]:
     return sorted(spellings, key=len, reverse=True)
 
 
+def _hostless(url: str) -> bool:
+    """A redis:// or rediss:// URL with nothing after the scheme's '//' (or no '//' at all):
+    redis-py would connect to localhost, and credentials would sit in the path, unmasked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False  # redis-py refuses it, and the refusal is scrubbed
+    return parts.scheme.lower() in ("redis", "rediss") and not parts.netloc
+
+
 def _safe_url(url: str) -> str:
     """The URL with its secrets masked, for messages and repr."""
     try:
@@ -266,6 +276,9 @@ def _safe_url(url: str) -> str:
     except ValueError:
         return "<a URL that cannot be parsed>"
     netloc = parts.netloc
+    if not netloc and "@" in url:
+        # Credentials outside the place a URL keeps them (redis:/user:pw@host): none of it shown.
+        return f"{parts.scheme}:***"
     userinfo, at, hostport = netloc.rpartition("@")
     if at:
         user, colon, _ = userinfo.partition(":")
@@ -382,6 +395,10 @@ class RedisLimiter(SharedLimiter):
             0 < timeout < math.inf
         ):
             raise ValueError("timeout: must be a finite number of seconds greater than 0")
+        if _hostless(url):
+            raise ValueError(
+                "url: a redis:// URL needs a host after '//', e.g. redis://127.0.0.1:6379/0"
+            )
         super().__init__(sleep=sleep, random=random)
         self._timeout = float(timeout)
         self._safe_url = _safe_url(url)

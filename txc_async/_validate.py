@@ -24,6 +24,10 @@ __all__ = [
 ]
 
 _DECIMAL_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
+#: The most digits an amount may have on either side of its decimal point (trailing zeros
+#: after it do not count): far beyond any amount of any asset, short of a request so long it
+#: would be refused or stall the client.
+MAX_PLAIN_DIGITS = 100
 #: Mining account names: letters, digits and underscores, at most 255.
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 ACCOUNT_NAME_RULE = "must be 1 to 255 letters, digits or underscores"
@@ -47,7 +51,9 @@ def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:
     if isinstance(value, int):
         number = Decimal(value)
     elif isinstance(value, Decimal):
-        number = value
+        # A subclass may format, compare or test itself its own way: what is checked and sent
+        # is its value, as a plain Decimal.
+        number = value if type(value) is Decimal else Decimal(value)
     elif isinstance(value, str):
         text = value.strip()
         if not _DECIMAL_TEXT.fullmatch(text):
@@ -66,6 +72,18 @@ def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:
         raise InvalidParameterError(name, "must be a finite number (not NaN or infinity)")
     if number < 0 or (number == 0 and not allow_zero):
         raise InvalidParameterError(name, "must be greater than 0")
+    if number == 0:
+        return "0"  # 0E-1000000000 too, without writing its zeros out
+    # Checked before writing it out: 1E+1000000000 would be a gigabyte of digits.
+    digits, exponent = number.as_tuple()[1:]
+    assert isinstance(exponent, int)  # finite
+    last_digit_at = exponent + len(digits) - len(bytes(digits).rstrip(b"\0"))
+    if number.adjusted() >= MAX_PLAIN_DIGITS or last_digit_at < -MAX_PLAIN_DIGITS:
+        raise InvalidParameterError(
+            name,
+            f"must be written with at most {MAX_PLAIN_DIGITS} digits before and "
+            f"{MAX_PLAIN_DIGITS} after the decimal point",
+        )
     text = format(number, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".") or "0"
@@ -103,10 +121,15 @@ def check_text(name: str, value: object, *, max_length: int, min_length: int = 1
     if not value.isascii():
         try:
             value.encode("utf-8")
+            encodes = True
         except UnicodeEncodeError:
+            encodes = False
+        if not encodes:
+            # Raised outside the except clause: the encoding error holds the whole value (a
+            # secret, for OAuth) and would stay reachable as the error's __context__.
             raise InvalidParameterError(
                 name, "must be valid Unicode text (it holds a lone surrogate)"
-            ) from None
+            )
     return value
 
 
