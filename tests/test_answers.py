@@ -196,6 +196,27 @@ async def test_an_error_shape_in_a_success_answer_stays_an_api_error() -> None:
         await client.collateral_stop_limit_order(**ORDER_ARGS)
 
 
+@pytest.mark.parametrize(("body", "error"), [
+    (b'{"error": {"message": "Internal server error.", "code": 500}}', txc_async.ApiError),
+    (b'{"data": {"token": ["Invalid token."]}}', txc_async.AuthenticationError),
+])
+async def test_an_error_body_that_reads_as_an_empty_balance_is_the_error(
+    body: bytes, error: type[Exception]
+) -> None:
+    """A map of balances reads almost any object; an error body at 200 that it reads as no
+    balance at all is the error it is, not an empty balance."""
+    assert BALANCE.decode(body) == {}
+    client, _ = make_client(RawResponse(200, {}, body))
+    with pytest.raises(error):
+        await client.main_balance()
+
+
+async def test_an_empty_balance_stays_an_empty_balance() -> None:
+    for body in (b"{}", b"[]", b'{"ETH": {"main_balance": ""}}'):
+        client, _ = make_client(RawResponse(200, {}, body))
+        assert await client.main_balance() == {}
+
+
 # -- item 2: non-finite numbers ------------------------------------------------------------------
 
 NON_FINITE = ["NaN", "nan", "-NaN", "sNaN", "-sNaN", "NaN123", "Infinity", "-Infinity",
@@ -279,6 +300,30 @@ async def test_a_reward_beyond_what_a_decimal_holds_never_reaches_the_walk() -> 
     with pytest.raises(AnswerFormatError):
         async for _ in client.iter_mining_rewards(start=0, end=1704067200):
             pass
+
+
+@pytest.mark.parametrize("date", [5, -1, b"-99999999999999999999", b'"-99999999999999999999"'])
+async def test_a_reward_dated_before_the_range_ends_the_walk_with_a_txc_error(
+    date: int | bytes,
+) -> None:
+    """A reward dated before the range asked for (or before 1970, or past what a 64-bit date
+    holds) is an answer the walk cannot place: a TxcError, not a record returned (once per
+    check pass, before) nor an OverflowError."""
+    shown = date if isinstance(date, bytes) else str(date).encode()
+    record = b'{"miningAccountName": "a", "totalReward": "1", "reward": "1", "fee": "0", ' + (
+        b'"fppsRate": "1", "hashRate": "1 TH/s", "date": ' + shown + b"}")
+    page = b'{"offset": 0, "limit": 100, "data": [' + record + b"]}"
+    # Without a start, only a date before 1970 is out of the range.
+    for start in (1704067200, None) if date != 5 else (1704067200,):
+        client, _ = make_client(RawResponse(200, {}, page))
+        with pytest.raises(txc_async.TxcError, match="before the range's start"):
+            async for _ in client.iter_mining_rewards(start=start, end=1704153599):
+                pass
+        with pytest.raises(txc_async.TxcError, match="before the range's start"):
+            async for _ in txc_async.backfill_mining_rewards(
+                client, start=start or 1704067200, end=1704153599
+            ):
+                pass
 
 
 async def test_a_signalling_nan_reward_never_reaches_the_walk() -> None:

@@ -191,11 +191,21 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
     if 200 <= status < 300:
         unreadable: AnswerFormatError
         try:
-            return decode(body)
+            result = decode(body)
         except AnswerFormatError as exc:
             unreadable = exc
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             unreadable = AnswerFormatError("not the expected shape", body=body)
+        else:
+            if result:
+                return result
+            # An empty result (no balance, ``False`` for ping) may be an error body that the
+            # answer's tolerant shape reads as empty: {"error": {...}} as a map of balances.
+            data = _try_json(body)
+            error = error_from_body(status, data) if data is not None else None
+            if error is None:
+                return result
+            _raise_error(error, headers)
         # Raised outside the except clauses: no internal exception rides along as context.
         data = _try_json(body)
         if data is not None:

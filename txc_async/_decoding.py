@@ -4,7 +4,12 @@ value either way: the answer is refused with :class:`AnswerFormatError`.
 
 Tolerant means: ``""``, ``null`` or a missing value where a decimal or an optional object is
 documented reads as None; a value an enum does not list reads as the plain wire value; ``[]``
-reads as an empty map; unknown fields are ignored. Nothing else is guessed.
+reads as an empty map; unknown fields are ignored; an integer written as a string of digits, or
+as a number with nothing after its point, reads as that integer. Decimals, on either path, are
+read as Python's ``Decimal`` reads text: a JSON number or string, with surrounding whitespace,
+underscores between digits and the digits of other scripts (``" 1.5 "``, ``"1_000"``) read as
+the number they spell; a value no ``Decimal`` can hold makes the answer unreadable. Nothing else
+is guessed.
 """
 
 from __future__ import annotations

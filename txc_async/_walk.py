@@ -229,6 +229,8 @@ async def walk_rewards(
             records, cursor.params | {"limit": limit, "offset": cursor.offset}
         )
         boundary = cursor.params.get("to")
+        # Without a start, Unix time's: a reward is never dated before 1970.
+        start = cursor.params.get("from") or 0
         fresh: list[R] = []
         oldest = boundary
         alike: set[Any] = set()  # a reward is its content: records alike are one reward
@@ -242,6 +244,11 @@ async def walk_rewards(
                 raise TxcError(
                     f"mining_rewards: the server answered a reward dated {record.date}, "
                     f"after the range's end {boundary}"
+                )
+            elif record.date < start:
+                raise TxcError(
+                    f"mining_rewards: the server answered a reward dated {record.date}, "
+                    f"before the range's start {start}"
                 )
             elif key in alike:
                 continue
