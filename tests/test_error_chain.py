@@ -328,3 +328,29 @@ async def test_a_secret_refused_for_a_lone_surrogate_is_not_reachable_from_the_e
             await client.refresh_oauth_token(**arguments)
     assert caught.value.__context__ is None
     assert "Secret-Surrogate-7" not in reachable_text(caught.value)
+
+
+def test_every_error_survives_pickling_whole() -> None:
+    """An error crosses to another process (a worker of a process pool) with its message, its
+    attributes and the operation it names."""
+    import pickle
+
+    errors: list[txc_async.TxcError] = [
+        txc_async.TxcError("plain"),
+        txc_async.ApiError("refused", status=400, code=30, errors={"amount": ["too small"]}),
+        txc_async.ValidationError("Validation failed", status=422, code=30),
+        txc_async.AuthenticationError("Invalid token.", status=401),
+        txc_async.RateLimitError("Too Many Attempts.", status=429, retry_after=2.5),
+        txc_async.TransportError("reset", may_have_reached_server=False),
+        txc_async.RequestTimeout("no answer within 1 s"),
+        txc_async.AnswerFormatError("not the expected shape", status=200, body=b"{}", write=True),
+        txc_async.InvalidParameterError("amount", "must be greater than 0"),
+    ]
+    for error in errors:
+        error._attach_operation("main_balance")
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error)
+        assert (str(copy), repr(copy), copy.args) == (str(error), repr(error), error.args)
+        assert vars(copy) == vars(error)
+    timeout = pickle.loads(pickle.dumps(txc_async.RequestTimeout("late")))
+    assert isinstance(timeout, TimeoutError)

@@ -57,6 +57,19 @@ class TxcError(Exception):
             return text
         return f"{operation}: {text}"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its attributes, not by calling its constructor with ``args`` (each
+        # class takes other arguments), so that an error crosses to another process whole: a
+        # worker of a process pool raising it, say.
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuild(cls: type[TxcError], args: tuple[Any, ...], state: dict[str, Any]) -> TxcError:
+    error = cls.__new__(cls, *args)
+    error.args = args  # OSError's __new__ (RequestTimeout is a TimeoutError) leaves them out
+    error.__dict__.update(state)
+    return error
+
 
 class ApiError(TxcError):
     """The server answered with an error body.
