@@ -247,6 +247,23 @@ async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sa
     assert all("closed" in str(r) for r in results)
 
 
+async def test_workers_cancelled_then_the_client_closed_end_cancelled(sandbox: Sandbox) -> None:
+    """The usual shutdown: cancel the workers, then close the client. Each worker's own
+    cancellation goes through (it is not turned into the closed client's error, which a worker
+    that retries on TxcError would take for a reason to go on)."""
+    sandbox.faults.add(BALANCE, "slow", delay=10.0, times=10)
+    c = client_for(sandbox, rate_limits={"main_balance": RateLimit(2, 60)})
+    calls = [asyncio.create_task(c.main_balance()) for _ in range(4)]  # 2 wait for budget
+    await asyncio.sleep(0.2)
+    for call in calls:
+        call.cancel()
+    async with asyncio.timeout(3):
+        await c.close()
+        results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, asyncio.CancelledError) for r in results), results
+    assert all(call.cancelled() for call in calls)
+
+
 async def test_a_session_closed_by_its_owner_ends_calls_as_not_sent(sandbox: Sandbox) -> None:
     """The application's own aiohttp session, closed under the client: every call, read or
     write, ends in a TransportError that says the session is closed and that nothing was sent;

@@ -277,6 +277,29 @@ async def test_a_cancelled_waiter_consumes_no_budget_and_the_next_proceeds(
     assert len(await store.anchors("k", "s")) == 1
 
 
+async def test_a_waiter_cancelled_just_after_an_answer_woke_it_stays_cancelled(
+    limiter: Limiter,
+) -> None:
+    """A call waiting on a request in flight is woken by its answer; cancelled at any turn of
+    the loop after that, its cancellation goes through (it used to be swallowed while the
+    waiter put its sleep away, and the call was then admitted and sent)."""
+    for turns in range(8):
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        waiting = asyncio.create_task(
+            limiter._sleep_unless_woken(10.0, woken)  # type: ignore[attr-defined]
+        )
+        await asyncio.sleep(0)
+        woken.set_result(None)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        pending = waiting.cancel()  # False: it had returned already, nothing to cancel
+        async with asyncio.timeout(5):
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+        assert waiting.cancelled() == pending, turns
+
+
 # -- nonces ------------------------------------------------------------------------------------
 
 

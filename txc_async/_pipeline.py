@@ -380,7 +380,11 @@ class Pipeline:
         except asyncio.CancelledError:
             if task in self.ended_by_close:
                 self.ended_by_close.discard(task)
-                task.uncancel()
+                # Ended by close() alone: the caller gets the closed client's error. Cancelled
+                # by its caller too (a shutdown that cancels its workers, then closes the
+                # client): the cancellation goes on, as asked.
+                if task.uncancel() > 0:
+                    raise
                 closed = TransportError("the client was closed while the call was under way")
                 closed._attach_operation(op.name)
                 raise closed from None

@@ -692,8 +692,9 @@ class RedisLimiter(SharedLimiter):
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            # Waited for without taking its CancelledError: a cancellation of aclose's own
+            # caller still goes through.
+            await asyncio.wait((watcher,))
         if self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)
         await self._redis.aclose()

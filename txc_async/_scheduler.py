@@ -147,6 +147,21 @@ class FifoTurns:
                 waiters.popleft()
 
 
+async def sleep_unless_woken(
+    sleep: Callable[[float], Awaitable[None]], wait: float, woken: asyncio.Future[None]
+) -> None:
+    """Wait ``wait`` seconds, or less if ``woken`` resolves first (an answer freed room). The
+    sleeper is cancelled, not awaited: awaiting it under a suppression of its CancelledError
+    would swallow the caller's own cancellation as well."""
+    sleeper = asyncio.ensure_future(sleep(wait))
+    try:
+        await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # The loop may be closed under an abandoned waiter: nothing is left to cancel then.
+        with contextlib.suppress(RuntimeError):
+            sleeper.cancel()
+
+
 class _Budget:
     """One budget: the log of latest arrival moments (sorted), its refusals, its waiters."""
 
@@ -356,13 +371,7 @@ class InProcessLimiter:
             turns.leave(ticket)
 
     async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
-        sleeper = asyncio.ensure_future(self._sleep(wait))
-        try:
-            await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # The loop may be closed under an abandoned waiter: nothing is left to cancel then.
-            with contextlib.suppress(RuntimeError):
-                sleeper.cancel()
+        await sleep_unless_woken(self._sleep, wait, woken)
 
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None

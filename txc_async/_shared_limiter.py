@@ -10,7 +10,6 @@ deadline while in flight, its answer once answered) in its store and implements
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random as _random
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import NamedTuple
 
 from ._backoff import RefusalState
 from ._ratelimit import Admission, Outcome, RateLimit
-from ._scheduler import FifoTurns, _wake
+from ._scheduler import FifoTurns, _wake, sleep_unless_woken
 
 __all__ = ["IN_FLIGHT_RECHECK", "Budget", "Entry", "SharedLimiter", "Verdict"]
 
@@ -162,13 +161,7 @@ class SharedLimiter:
             budget.turns.leave(ticket)
 
     async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
-        sleeper = asyncio.ensure_future(self._sleep(wait))
-        try:
-            await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sleeper
+        await sleep_unless_woken(self._sleep, wait, woken)
 
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
