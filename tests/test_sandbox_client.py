@@ -143,6 +143,29 @@ async def test_reads_survive_an_answer_slower_than_the_timeout(sandbox: Sandbox)
     assert sandbox.stats.received[BALANCE] == 2
 
 
+async def test_a_timeout_of_five_seconds_or_more_is_not_rounded_up(sandbox: Sandbox) -> None:
+    """aiohttp rounds a timeout of 5 s or more up to its loop clock's next whole second unless
+    told otherwise: the request could then still leave up to a second after the deadline its
+    budget counts it until. The transport's timeout ends when it says."""
+    import math
+
+    from yarl import URL
+
+    from txc_async._transport import AiohttpTransport
+
+    sandbox.faults.add("/api/v4/public/ping", "slow", delay=10.0)
+    transport = AiohttpTransport()
+    loop = asyncio.get_running_loop()
+    # Just past a whole second of the loop's clock, where rounding up would add almost 1 s.
+    timeout = round(5.0 + (math.ceil(loop.time()) - loop.time()) + 0.02, 3)
+    began = loop.time()
+    with pytest.raises(txc_async.RequestTimeout):
+        await transport.send("GET", URL(sandbox.url + "/api/v4/public/ping"), headers=None,
+                             body=None, timeout=timeout)
+    assert loop.time() - began < timeout + 0.3
+    await transport.aclose()
+
+
 async def test_a_persistent_outage_ends_in_a_transport_error_in_bounded_time(
     sandbox: Sandbox, client: txc_async.Client
 ) -> None:

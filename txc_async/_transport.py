@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import math
 from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
@@ -116,7 +117,12 @@ class AiohttpTransport:
         if client_timeout is None:
             if len(self._timeouts) >= 64:
                 self._timeouts.clear()
-            client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(total=timeout)
+            # Never rounded up: aiohttp rounds a timeout of 5 s or more up to the loop clock's
+            # next whole second unless told otherwise, and the request could then still leave
+            # up to a second after the deadline its budget counts it until.
+            client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(
+                total=timeout, ceil_threshold=math.inf
+            )
         failure: TransportError
         try:
             async with session.request(
