@@ -133,6 +133,39 @@ async def test_a_refused_nonce_is_signed_again_and_resent_at_once() -> None:
     assert len(nonces) == 3 and len(set(nonces)) == 3
 
 
+async def test_a_process_started_after_a_burst_of_another_passes_its_nonces_at_once() -> None:
+    """One key, the in-process limiter, a process started right after another whose burst ran
+    its nonce counter ahead of the clock: the new process's first call is refused once at most,
+    signed again past every value the earlier one can have drawn, and no later call is refused
+    (before, each retry met the earlier values a millisecond at a time, and calls failed)."""
+    from txc_async._signing import NonceSource, Signer
+
+    async with Sandbox(enforce_limits=False) as box:
+        def client() -> txc_async.Client:
+            return txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
+                                    base_url=box.url, limiter=InProcessLimiter())
+
+        earlier = client()
+        assert await earlier.main_balance()
+        # Where a long burst leaves the counter: ahead of the clock (here 0.5 s), and the
+        # server has accepted the values from there on (400 more calls, at once).
+        source = earlier._pipeline.signer.nonces  # type: ignore[union-attr]
+        first = source._last = earlier._pipeline.server_clock.now_ms() + 500
+        await asyncio.gather(*(earlier.main_balance() for _ in range(400)))
+        await earlier.close()
+        later = client()
+        # A process of its own: a fresh counter, as after a restart, whose clock still reads
+        # below the values the burst used.
+        fresh = NonceSource(later._pipeline.server_clock)
+        fresh._last = first
+        later._pipeline.signer = Signer(box.api_key, box.api_secret, fresh)
+        refused_before = box.stats.nonce_refused
+        for _ in range(30):
+            assert await later.main_balance()
+        assert box.stats.nonce_refused - refused_before <= 1
+        await later.close()
+
+
 async def test_retry_after_zero_still_pauses_one_second() -> None:
     async with StrictServer({}) as server:
         server.script(PING, Scripted(429, b"Too Many Requests", {"Retry-After": "0"},

@@ -340,6 +340,10 @@ class Pipeline:
                         ) from None
                     nonce_refused += 1
                     stats.nonce_refusals += 1
+                    if admission.nonce is None and signer is not None:
+                        # Drawn from this process's own counter: another process of the key
+                        # (one that ran just before this one) may hold the values after it.
+                        signer.nonces.pass_earlier_values()
                     continue
                 except TransportError as exc:
                     limiter.settle(admission, _ANSWERED)

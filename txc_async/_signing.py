@@ -87,6 +87,28 @@ class NonceSource:
         self._last = nonce
         return nonce, nonce - now - lead, generation
 
+    def pass_earlier_values(self) -> None:
+        """After the server refused a nonce of this source on a clock it agrees with: move the
+        counter past the values another source of the key may have drawn (an earlier process,
+        say, whose burst ran its counter up to the lead ahead of the clock), so that the call
+        signed again does not meet them one millisecond at a time."""
+        with self._lock:
+            if self._clock.generation != self._generation:
+                # The refusal moved the estimate of the server's clock: the clock, not another
+                # source, explains it, and the next draw re-bases the counter on the new one.
+                return
+            # As far as the server's window safely allows: the lead, less the uncertainty of
+            # the estimate. (Another source's values beyond it are passed on a later refusal,
+            # once the clock has moved on.)
+            now, lead = self._clock.reading()
+            floor = now + lead
+            if self._last < floor:
+                self._last = floor
+            # Values up to the floor may have been accepted from the other source: a re-basing
+            # after a jump of the clock's estimate keeps the counter above them.
+            if self._issued < floor:
+                self._issued = floor
+
     def try_next(self) -> int | None:
         """The next nonce, or None when the counter is too far ahead of the clock."""
         clock = self._clock
