@@ -162,6 +162,39 @@ async def test_a_second_run_on_the_same_output_exits_at_once_naming_the_first(
         assert code == 0, err
 
 
+async def test_a_run_cancelled_while_it_reads_its_output_keeps_the_lock_until_it_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading (and repairing) what an earlier run left happens in a worker thread, which a
+    cancellation cannot stop: the run holds the output's lock until that thread is done, so no
+    other writer takes the output while it still reads or writes it."""
+    from txc_async import _export
+
+    finished: list[float] = []
+    prepare = _export._prepare
+
+    def slow_prepare(*args: Any) -> Any:
+        time.sleep(0.4)
+        result = prepare(*args)
+        finished.append(time.monotonic())
+        return result
+
+    monkeypatch.setattr(_export, "_prepare", slow_prepare)
+    out = tmp_path / "rewards.jsonl"
+    async with Sandbox(mining_accounts=2, rewards_days=5, enforce_limits=False) as box, \
+            _client(box) as client:
+        run = asyncio.create_task(backfill_to_file(client, start=START, end=START + 5 * DAY - 1,
+                                                   path=out, fmt="jsonl"))
+        await asyncio.sleep(0.1)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        returned = time.monotonic()
+        assert finished and finished[0] <= returned
+        with OutputLock(tmp_path / "rewards.jsonl.lock", out):  # free again
+            pass
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
 async def test_a_later_end_fetches_only_the_new_days_and_an_unchanged_rerun_nothing(
     tmp_path: Path, fmt: str

@@ -9,13 +9,14 @@ strings: no ``Decimal`` is built and no amount goes through a float.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypeVar
 
 import msgspec
 
@@ -47,6 +48,8 @@ __all__ = [
     "backfill_to_file",
     "backfill_to_stream",
 ]
+
+_T = TypeVar("_T")
 
 Format = Literal["jsonl", "csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
@@ -426,7 +429,7 @@ async def backfill_to_file(
     state_path, lock_path = _paths(path, fmt)
     with OutputLock(lock_path, path):
         # Reading what an earlier run left may take a while for a large output: off the loop.
-        prepared = await asyncio.to_thread(_prepare, path, state_path, fmt, wanted)
+        prepared = await _in_thread_to_its_end(_prepare, path, state_path, fmt, wanted)
         plan = prepared.plan
         mine = [job for job in plan.jobs() if plan.mine(job)]
         if prepared.complete:
@@ -434,6 +437,23 @@ async def backfill_to_file(
                 path, 0, prepared.rows_before, len(mine), 0, 0, 0.0, 0, None, None
             )
         return await _run(client, path, fmt, state_path, prepared, mine, concurrency, on_progress)
+
+
+async def _in_thread_to_its_end(func: Callable[..., _T], *args: Any) -> _T:
+    """``func(*args)`` in a worker thread. A thread cannot be stopped: a cancellation waits for
+    it to end before it goes on, so that the output's lock is not let go while the thread still
+    reads or writes the output."""
+    work = asyncio.ensure_future(asyncio.to_thread(func, *args))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        # However often the caller is cancelled meanwhile: the thread ends first.
+        while not work.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait((work,))
+        if not work.cancelled():
+            work.exception()  # the cancellation goes on; what the thread raised is dropped
+        raise
 
 
 async def _run(
@@ -452,7 +472,7 @@ async def _run(
     job_rows: dict[int, int] = {}
     # What the output holds for the check: the rows of earlier runs, read back, then every page
     # of this one as it is written.
-    ledger = await asyncio.to_thread(
+    ledger = await _in_thread_to_its_end(
         _output_ledger, path, fmt, prepared.plan, mine, _has_rows(path, fmt)
     )
     requests_before = client.stats.requests
