@@ -34,3 +34,52 @@ async def test_sandbox_serves_a_client_on_this_loop() -> None:
         assert box.port > 0 and box.url == f"http://127.0.0.1:{box.port}"
         assert await client.ping() is True
         assert await client.main_balance()
+
+
+def test_a_client_used_from_a_second_event_loop_fails_with_a_transport_error() -> None:
+    """A client (its aiohttp session) serves the event loop it was first used in. Used from
+    another one (a second asyncio.run), the call fails with a TransportError that says so,
+    not with asyncio's RuntimeError."""
+    import threading
+    import warnings
+
+    from txc_async import TransportError
+
+    ready = threading.Event()
+    stop = threading.Event()
+    address: list[str] = []
+
+    def serve() -> None:
+        async def main() -> None:
+            async with Sandbox() as box:
+                address.append(box.url)
+                ready.set()
+                while not stop.is_set():
+                    await asyncio.sleep(0.02)
+
+        asyncio.run(main())
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        assert ready.wait(10)
+        client = txc_async.Client(base_url=address[0], limiter=txc_async.InProcessLimiter())
+        assert asyncio.run(client.ping())
+
+        async def again() -> None:
+            try:
+                await client.ping()
+            finally:
+                await client.close()
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)  # the first loop's socket
+            try:
+                asyncio.run(again())
+            except TransportError as error:
+                assert "serve the event loop they were first used in" in str(error)
+            else:
+                raise AssertionError("a call from a second event loop succeeded")
+    finally:
+        stop.set()
+        server.join(10)

@@ -170,12 +170,21 @@ class AiohttpTransport:
             )
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             failure = TransportError(self._connection_failure(exc, url))
-        except RuntimeError:
-            # aiohttp refuses a request on a closed session before sending anything; it checks
-            # that itself on every request, so it is not checked here as well.
-            if not session.closed:
-                raise
-            failure = TransportError("the HTTP session is closed", may_have_reached_server=False)
+        except RuntimeError as exc:
+            if session.closed:
+                # aiohttp refuses a request on a closed session before sending anything; it
+                # checks that itself on every request, so it is not checked here as well.
+                failure = TransportError(
+                    "the HTTP session is closed", may_have_reached_server=False
+                )
+            else:
+                # An aiohttp session (so a client) serves the event loop it was first used in;
+                # from another loop, or once that loop closed, asyncio refuses its work.
+                failure = TransportError(
+                    f"the request could not be made from this event loop ({type(exc).__name__}"
+                    "): a client and its HTTP session serve the event loop they were first "
+                    "used in; make one client per event loop"
+                )
         raise failure
 
     async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
