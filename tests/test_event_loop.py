@@ -46,16 +46,17 @@ def test_a_client_used_from_a_second_event_loop_fails_with_a_transport_error() -
     from txc_async import TransportError
 
     ready = threading.Event()
-    stop = threading.Event()
     address: list[str] = []
+    stops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
     def serve() -> None:
         async def main() -> None:
+            stop = asyncio.Event()
             async with Sandbox() as box:
                 address.append(box.url)
+                stops.append((asyncio.get_running_loop(), stop))
                 ready.set()
-                while not stop.is_set():
-                    await asyncio.sleep(0.02)
+                await stop.wait()
 
         asyncio.run(main())
 
@@ -81,5 +82,6 @@ def test_a_client_used_from_a_second_event_loop_fails_with_a_transport_error() -
             else:
                 raise AssertionError("a call from a second event loop succeeded")
     finally:
-        stop.set()
+        for loop, stop in stops:
+            loop.call_soon_threadsafe(stop.set)
         server.join(10)
