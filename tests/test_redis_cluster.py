@@ -53,7 +53,7 @@ async def test_every_key_of_one_api_key_is_in_one_slot_and_keys_spread(
             limiter.settle(admission, Outcome.ANSWERED)
         names = [limiter.budget_key(key_id, "public"), limiter.budget_key(key_id, "main_balance"),
                  limiter.budget_key(key_id, "public") + ":pause", limiter.nonce_key(key_id),
-                 limiter.generation_key(key_id)]
+                 limiter.generation_key(key_id), limiter.budget_key(key_id, "public") + ":window"]
         slots = {key_slot(name.encode()) for name in names}
         assert len(slots) == 1
         slots_by_key[key_id] = slots.pop()

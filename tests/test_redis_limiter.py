@@ -188,9 +188,12 @@ async def test_keys_hold_the_namespace_key_id_as_hash_tag_and_scope_and_expire(
     await limiter.acquire("a1b2c3", "public", limit, 3.0)
     keys = sorted(await store.keys(f"{ns}:*"))
     prefix = f"{ns}:{{a1b2c3}}"
-    assert keys == [f"{prefix}:generation", f"{prefix}:main_balance", f"{prefix}:nonce",
-                    f"{prefix}:public"]
+    assert keys == [f"{prefix}:generation", f"{prefix}:main_balance",
+                    f"{prefix}:main_balance:window", f"{prefix}:nonce", f"{prefix}:public",
+                    f"{prefix}:public:window"]
     assert 5000 < await store.pttl(f"{prefix}:public") <= 6000  # timeout + window + 1 s
+    # The longest window expires with the log it keeps, not before.
+    assert 5000 < await store.pttl(f"{prefix}:public:window") <= 6000
     assert 0 < await store.pttl(f"{prefix}:nonce") <= 86_400_000
     assert 0 < await store.pttl(f"{prefix}:generation") <= 86_400_000
     members = await store.zrange(f"{prefix}:main_balance", 0, -1)
@@ -211,8 +214,11 @@ async def test_a_client_keys_its_budgets_by_a_hash_never_the_api_key(
         await client.ping()
     await limiter.aclose()
     keys = sorted(await store.keys(f"{limiter.namespace}:*"))
-    # The nonce counter too: the client draws signed requests' nonces from it.
-    assert [k.split(":")[2] for k in keys] == ["generation", "main_balance", "nonce", "public"]
+    # The nonce counter too: the client draws signed requests' nonces from it; and each budget's
+    # longest window.
+    assert [k.split(":", 2)[2] for k in keys] == [
+        "generation", "main_balance", "main_balance:window", "nonce", "public", "public:window"
+    ]
     for key in keys:
         assert box.api_key not in key and box.api_secret not in key
     assert len({k.split(":")[1] for k in keys}) == 1  # one key id for every scope

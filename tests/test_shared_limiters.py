@@ -300,6 +300,28 @@ async def test_a_waiter_cancelled_just_after_an_answer_woke_it_stays_cancelled(
         assert waiting.cancelled() == pending, turns
 
 
+async def test_a_client_with_a_shorter_window_leaves_a_longer_windows_log_whole(
+    store: SharedStore,
+) -> None:
+    """Two clients of one budget count it in windows of different lengths (20 per 4 s, 5 per
+    1 s). The shorter one's admissions never drop the anchors the longer one counts: it still
+    admits only 20 in its 4 s (before, the store kept only the last admitter's window, and a
+    review measured 35 at the server for a limit of 20)."""
+    long_limit, short_limit = RateLimit(20, 4.0), RateLimit(5, 1.0)
+    longer, shorter = store.limiter(), store.limiter()
+    for _ in range(15):
+        longer.settle(await longer.acquire("k", "s", long_limit, 5.0), Outcome.ANSWERED)
+    await asyncio.sleep(1.1)  # the 15 leave the shorter window
+    shorter.settle(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
+    for _ in range(4):  # 20 in the longer window now
+        longer.settle(
+            await asyncio.wait_for(longer.acquire("k", "s", long_limit, 5.0), 1.0),
+            Outcome.ANSWERED,
+        )
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(longer.acquire("k", "s", long_limit, 5.0), 0.5)
+
+
 # -- nonces ------------------------------------------------------------------------------------
 
 

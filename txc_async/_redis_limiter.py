@@ -73,7 +73,7 @@ end
 
 
 # KEYS: 1 the budget's log (anchors), 2 its pause key, 3 the key's nonce counter, 4 the key's
-# generation marker.
+# generation marker, 5 the longest window (us) any client counts the budget's log in.
 # ARGV: 1 requests per window, 2 the window (us), 3 the request's timeout (us), 4 its member,
 # 5 the generation this process knows, 6 a token for a new generation, 7 how long (us) a new
 # generation holds admissions, 8 the nonce clock (ms on the server-aligned clock; '' for no
@@ -97,11 +97,17 @@ if paused > 0 then
 end
 local cap = tonumber(ARGV[1])
 local per = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - per))
-local count = redis.call('ZCARD', KEYS[1])
+-- Anchors stay for the longest window any client of the budget counts in (KEYS[5] keeps it),
+-- and each client counts those of its own window: a shorter one never drops what a longer
+-- one needs.
+local kept = tonumber(redis.call('GET', KEYS[5]) or '0')
+if per > kept then kept = per end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - kept))
+local count = redis.call('ZCOUNT', KEYS[1], '(' .. int(now - per), '+inf')
 if count >= cap then
   -- The cap-th latest anchor must leave the window first.
-  local blocking = redis.call('ZRANGE', KEYS[1], count - cap, count - cap, 'WITHSCORES')
+  local total = redis.call('ZCARD', KEYS[1])
+  local blocking = redis.call('ZRANGE', KEYS[1], total - cap, total - cap, 'WITHSCORES')
   local at = tonumber(blocking[2])
   local in_flight = 0
   if at > now then in_flight = 1 end
@@ -140,6 +146,7 @@ local ttl = tonumber(ARGV[11])
 if redis.call('PTTL', KEYS[1]) < ttl then
   redis.call('PEXPIRE', KEYS[1], ttl)
 end
+redis.call('SET', KEYS[5], int(kept), 'PX', math.max(redis.call('PTTL', KEYS[1]), ttl))
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[12]) then
   redis.call('PEXPIRE', KEYS[4], ARGV[12])
 end
@@ -451,7 +458,8 @@ class RedisLimiter(SharedLimiter):
         return f"{self._namespace}:{{{key_id}}}"
 
     def budget_key(self, key_id: str, scope: str) -> str:
-        """The Redis key of a budget's anchors; its pause key adds ``:pause``."""
+        """The Redis key of a budget's anchors; its pause key adds ``:pause``, the key of the
+        longest window its clients count in ``:window``."""
         if not scope or ":" in scope or scope in _RESERVED_SCOPES:
             raise ValueError(f"scope: {scope!r} cannot name a budget")
         return f"{self._key_prefix(key_id)}:{scope}"
@@ -538,7 +546,10 @@ class RedisLimiter(SharedLimiter):
         key_id, scope = budget.key_id, budget.scope
         state = self._key_state(key_id)
         key = self.budget_key(key_id, scope)
-        keys = [key, key + ":pause", self.nonce_key(key_id), self.generation_key(key_id)]
+        keys = [
+            key, key + ":pause", self.nonce_key(key_id), self.generation_key(key_id),
+            key + ":window",
+        ]
         per_us = round(limit.per_seconds * 1_000_000)
         timeout_us = math.ceil(timeout * 1_000_000)
         ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000

@@ -53,6 +53,12 @@ CREATE TABLE IF NOT EXISTS pauses (
     until REAL NOT NULL,
     PRIMARY KEY (key_id, scope)
 );
+CREATE TABLE IF NOT EXISTS windows (
+    key_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    per REAL NOT NULL,     -- the longest window (seconds) any client counts the budget in
+    PRIMARY KEY (key_id, scope)
+);
 CREATE TABLE IF NOT EXISTS nonces (
     key_id TEXT PRIMARY KEY,
     last INTEGER NOT NULL  -- milliseconds on the server-aligned clock
@@ -139,11 +145,21 @@ class SQLiteLimiter(SharedLimiter):
         clock_ms = None if nonce_clock is None else int(nonce_clock())
         with self._transaction() as cursor:
             now = time.time()
-            # Anchors out of the window go; so do anchors further ahead than any request could
-            # have put them (the wall clock stepped back).
+            # Anchors stay for the longest window any client of the budget counts in, and each
+            # client counts those of its own: a shorter window never drops what a longer needs.
+            cursor.execute(
+                "INSERT INTO windows (key_id, scope, per) VALUES (?, ?, ?) "
+                "ON CONFLICT (key_id, scope) DO UPDATE SET per = max(per, excluded.per)",
+                (key_id, scope, per),
+            )
+            (kept,) = cursor.execute(
+                "SELECT per FROM windows WHERE key_id = ? AND scope = ?", (key_id, scope)
+            ).fetchone()
+            # Anchors out of every window go; so do anchors further ahead than any request
+            # could have put them (the wall clock stepped back).
             cursor.execute(
                 "DELETE FROM anchors WHERE key_id = ? AND scope = ? AND (at <= ? OR at > ? + span)",
-                (key_id, scope, now - per, now + per),
+                (key_id, scope, now - kept, now + per),
             )
             row = cursor.execute(
                 "SELECT until FROM pauses WHERE key_id = ? AND scope = ?", (key_id, scope)
@@ -160,7 +176,7 @@ class SQLiteLimiter(SharedLimiter):
                 "ORDER BY at DESC LIMIT 1 OFFSET ?",
                 (key_id, scope, cap - 1),
             ).fetchone()
-            if row is not None:
+            if row is not None and row[0] > now - per:
                 # The cap-th latest anchor must leave the window first.
                 at = row[0]
                 return Verdict(max(at + per - now, 1e-6), at > now)
@@ -191,7 +207,11 @@ class SQLiteLimiter(SharedLimiter):
             self._admissions += 1
             if self._admissions % 1024 == 0:
                 # Budgets no longer used keep their last anchors until someone sweeps them.
-                cursor.execute("DELETE FROM anchors WHERE at <= ?", (now - _SWEEP_AFTER,))
+                # Past a day and every window, whatever their budget.
+                (longest,) = cursor.execute("SELECT coalesce(max(per), 0) FROM windows").fetchone()
+                cursor.execute(
+                    "DELETE FROM anchors WHERE at <= ?", (now - max(_SWEEP_AFTER, longest),)
+                )
                 cursor.execute("DELETE FROM pauses WHERE until <= ?", (now,))
         return Admission(key_id, scope, limit, 0.0, deadline, Entry(budget, ident), nonce)
 
