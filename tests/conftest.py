@@ -140,6 +140,7 @@ def _fresh_server_clocks() -> None:
     from txc_async import _clock
 
     _clock._clocks.clear()
+    _clock._recent.clear()
 
 
 @pytest.fixture(scope="session")

@@ -550,3 +550,25 @@ async def test_processes_sharing_a_nonce_counter_follow_an_offset_server(
                 await client.close()
             for limiter in limiters:
                 await limiter.aclose()
+
+
+async def test_estimates_of_servers_no_client_uses_are_let_go_and_live_ones_stay_shared() -> None:
+    """Clients of ever new servers (a fresh port per test, per job) do not grow the process:
+    only the latest 64 estimates no client holds are kept. One a client holds is the one
+    every other client of that server gets, however many servers came in between."""
+    import gc
+
+    from txc_async import _clock
+
+    kept = txc_async.Client(base_url="http://127.0.0.1:1")
+    for port in range(2, 502):
+        client = txc_async.Client(base_url=f"http://127.0.0.1:{port}")
+        await client.close()
+    del client
+    gc.collect()
+    assert len(_clock._recent) == _clock.KEPT_ESTIMATES
+    assert len(_clock._clocks) <= _clock.KEPT_ESTIMATES + 1
+    again = txc_async.Client(base_url="http://127.0.0.1:1")
+    assert again._pipeline.server_clock is kept._pipeline.server_clock
+    await again.close()
+    await kept.close()

@@ -8,6 +8,7 @@ answers, intersected, pin it down to a fraction of a second.
 from __future__ import annotations
 
 import calendar
+import collections
 import datetime
 import email.utils
 import functools
@@ -15,6 +16,7 @@ import logging
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -336,7 +338,16 @@ class ServerClock:
                 )
 
 
-_clocks: dict[tuple[str, LocalClock], ServerClock] = {}
+# One estimate per server and local clock while any client holds it (two would mean two nonce
+# sources for one key); the latest few are kept after their clients are gone, so that a client
+# made again starts from what the last one learnt. Anything older goes: a process that makes
+# clients of ever new servers (or local clocks) does not grow.
+_clocks: weakref.WeakValueDictionary[tuple[str, LocalClock], ServerClock] = (
+    weakref.WeakValueDictionary()
+)
+_recent: collections.OrderedDict[tuple[str, LocalClock], ServerClock] = collections.OrderedDict()
+#: How many estimates no client holds any more are kept.
+KEPT_ESTIMATES = 64
 _clocks_lock = threading.Lock()
 
 
@@ -348,6 +359,10 @@ def server_clock_for(origin: str, local: LocalClock = SYSTEM_CLOCK) -> ServerClo
         clock = _clocks.get(key)
         if clock is None:
             clock = _clocks[key] = ServerClock(local)
+        _recent[key] = clock
+        _recent.move_to_end(key)
+        if len(_recent) > KEPT_ESTIMATES:
+            _recent.popitem(last=False)
         return clock
 
 
