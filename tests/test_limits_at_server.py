@@ -231,6 +231,26 @@ async def test_a_server_tighter_than_the_client_is_learned_after_one_burst(
     assert sum("rate limit refusal" in m for m in messages) == 1  # one burst, one event
 
 
+async def test_requests_waiting_for_a_connection_when_a_refusal_comes_wait_for_the_pause() -> None:
+    """A server tighter than configured (40 per 10 s against 1000), 200 concurrent calls over 2
+    connections: the budget admits far more than the connections carry at once. Those still
+    waiting for a connection when the first refusal comes back are not sent into the pause:
+    before, every one of them went out, and was refused, right after it."""
+    async with StrictServer({PING: RateLimit(40, 10)}) as server:
+        client = client_of(server.url, {"public": RateLimit(1000, 10)}, max_connections=2,
+                           retry=RetryPolicy(max_rate_limit_retries=0))
+        calls = [asyncio.create_task(client.ping()) for _ in range(200)]
+        await asyncio.sleep(2.0)
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await client.close()
+    # Refused: at most those on the connections when the first refusal came (2), not the 160
+    # that went out after it before.
+    assert server.refused(PING) <= 2
+    assert len(server.accepted(PING)) == 40
+
+
 async def test_rate_limit_refusals_past_the_retry_budget_raise_rate_limit_error() -> None:
     async with StrictServer({}) as server:
         server.script(PING, *[Scripted(429, b"no", {"Retry-After": "1"},

@@ -26,7 +26,7 @@ from ._ratelimit import Limiter, Outcome, RateLimit
 from ._retry import RetryPolicy
 from ._signing import Signer
 from ._stats import ClientStats
-from ._transport import RawResponse, Transport
+from ._transport import ConnectionSlots, RawResponse, Transport
 from ._version import __version__
 
 __all__ = ["Pipeline", "RequestRecord", "default_user_agent"]
@@ -130,6 +130,8 @@ class Pipeline:
         self.key_id = key_id
         self.rate_limits = rate_limits
         self.transport = transport
+        # Connection slots, when the transport has them (see ConnectionSlots).
+        self.slots: ConnectionSlots | None = getattr(transport, "slots", None)
         agent = default_user_agent()
         self.user_agent = f"{user_agent} {agent}" if user_agent else agent
         self._plain_headers = {"User-Agent": self.user_agent}
@@ -219,6 +221,7 @@ class Pipeline:
         url = self.urls[op.name]
         stats = self.stats
         transport = self.transport
+        slots = self.slots
         attempt = failures = rate_limited = nonce_refused = 0
         headers: Mapping[str, str]
         body: bytes | None
@@ -236,7 +239,25 @@ class Pipeline:
                         self._nonce_clock if signed else None,
                     )
                     waited = _monotonic() - began
+                if slots is not None and not slots.try_take():
+                    # Every connection is busy: the request waits for one here, not queued
+                    # inside aiohttp, where a refusal meanwhile could not hold it back.
+                    try:
+                        await slots.take()
+                    except BaseException:
+                        limiter.settle(admission, _NOT_SENT)
+                        raise
+                    holds = getattr(limiter, "holds", None)
+                    if holds is not None and not holds(admission):
+                        # A refusal paused the budget while it waited: not sent, it waits for
+                        # the pause like any other request.
+                        slots.release()
+                        limiter.settle(admission, _NOT_SENT)
+                        attempt -= 1
+                        continue
                 if self.closed:
+                    if slots is not None:
+                        slots.release()
                     limiter.settle(admission, _NOT_SENT)
                     raise TransportError("the client is closed", may_have_reached_server=False)
                 if signed and signer is not None:
@@ -250,6 +271,8 @@ class Pipeline:
                             try:
                                 nonce = await nonces.next()
                             except BaseException:
+                                if slots is not None:
+                                    slots.release()
                                 limiter.settle(admission, _NOT_SENT)
                                 raise
                 try:
@@ -261,6 +284,8 @@ class Pipeline:
                         request_url, headers, body = self._request(op, params, url)
                 except BaseException:
                     # Never sent: its place in the budget is free at once.
+                    if slots is not None:
+                        slots.release()
                     limiter.settle(admission, _NOT_SENT)
                     raise
                 stats.requests += 1
@@ -273,10 +298,14 @@ class Pipeline:
                 # whole milliseconds, rounded down, so that equal timeouts repeat exactly.
                 remaining = (admission.local_deadline - sent) // 0.001 * 0.001
                 try:
-                    raw = await transport.send(
-                        op.method, request_url, headers=headers, body=body,
-                        timeout=remaining if remaining > 0.001 else 0.001,
-                    )
+                    try:
+                        raw = await transport.send(
+                            op.method, request_url, headers=headers, body=body,
+                            timeout=remaining if remaining > 0.001 else 0.001,
+                        )
+                    finally:
+                        if slots is not None:
+                            slots.release()
                 except TransportError as exc:
                     elapsed = _monotonic() - sent
                     limiter.settle(

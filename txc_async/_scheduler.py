@@ -412,6 +412,14 @@ class InProcessLimiter:
             _wake(wake)
         return pause
 
+    def holds(self, admission: Admission) -> bool:
+        """False when a refusal paused the admission's budget after it was admitted: the
+        request, not sent yet (it waited for a connection), must wait for the pause like any."""
+        budget = admission.token
+        if type(budget) is not _Budget:
+            return True
+        return budget.refusals.paused_until <= self._clock()
+
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
         """``limit``, or the lower limit learned from the server's refusals while it holds."""
         budget = self._budgets.get((key_id, scope))

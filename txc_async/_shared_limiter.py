@@ -110,6 +110,14 @@ class SharedLimiter:
         """Always None: only the store can tell whether the budget has room."""
         return None
 
+    def holds(self, admission: Admission) -> bool:
+        """False when a refusal this process saw paused the admission's budget after it was
+        admitted: the request, not sent yet, must wait for the pause like any."""
+        entry = admission.token
+        if not isinstance(entry, Entry):
+            return True
+        return entry.budget.refusals.paused_until <= time.monotonic()
+
     async def acquire(
         self,
         key_id: str,

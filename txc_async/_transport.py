@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import errno
 import functools
 import math
@@ -52,6 +54,48 @@ class Transport(Protocol):
     async def aclose(self) -> None: ...
 
 
+class ConnectionSlots:
+    """One slot per connection the HTTP connector may open. A request takes one after its budget
+    admits it and before it goes to aiohttp, so that aiohttp never queues an admitted request
+    out of the client's sight: a request that had to wait for a connection is checked again
+    (a refusal may have paused its budget meanwhile) before it leaves."""
+
+    __slots__ = ("_waiters", "free")
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def try_take(self) -> bool:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Wait for a slot (first come, first served)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed over just as the wait was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # handed over: ``free`` stays as it is
+                return
+        self.free += 1
+
+
 class AiohttpTransport:
     """A transport over one :class:`aiohttp.ClientSession`, kept for the client's life.
 
@@ -82,6 +126,15 @@ class AiohttpTransport:
         self.max_answer_bytes = max_answer_bytes
         self._session = session
         self._max_connections = max_connections
+        # As many as the connector opens connections: its own limit for an injected session
+        # (none when it has none).
+        if session is None:
+            limit = max_connections
+        else:
+            connector = session.connector
+            limit = connector.limit if connector is not None else 0
+        #: The connection slots requests take before they go to aiohttp (None: unlimited).
+        self.slots: ConnectionSlots | None = ConnectionSlots(limit) if limit else None
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._owns_session = session is None
         self._verify_tls = verify_tls
