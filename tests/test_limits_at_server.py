@@ -251,6 +251,50 @@ async def test_requests_waiting_for_a_connection_when_a_refusal_comes_wait_for_t
     assert len(server.accepted(PING)) == 40
 
 
+async def test_calls_waiting_for_the_clock_hold_no_connection() -> None:
+    """Signed calls that wait for the server's clock (here 30 s behind: the re-signed calls wait
+    once) hold no connection meanwhile: a call of another scope goes out at once."""
+    async with Sandbox(clock_offset=-30, enforce_limits=False) as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+        limiter=InProcessLimiter(),
+    ) as client:
+        signed = [asyncio.create_task(client.main_balance()) for _ in range(120)]
+        await asyncio.sleep(0.05)
+        began = time.monotonic()
+        assert await client.with_options(timeout=1.0).ping()
+        assert time.monotonic() - began < 0.5
+        await asyncio.gather(*signed)
+
+
+async def test_a_request_that_waited_past_its_deadline_for_a_connection_is_not_sent() -> None:
+    """One connection, held 1.2 s by a slow call; two calls with a 0.3 s timeout wait for it.
+    Their deadlines pass while they wait: they end in RequestTimeout unsent (sent then, they
+    could arrive after the moment their budget counts them until, and two more calls admitted
+    once those moments left the window would put 3 in a window of 2 at the server)."""
+    limit = RateLimit(2, 1.0)
+    async with Sandbox(rate_limits={"public": limit}) as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url, max_connections=1,
+        rate_limits={"public": limit}, retry=RetryPolicy(max_retries=0),
+        limiter=InProcessLimiter(),
+    ) as client:
+        box.faults.add("/api/v4/main-account/balance", "slow", delay=1.2)
+        box.faults.add("/api/v4/public/ping", "slow", times=2, delay=0.05)
+        slow = asyncio.create_task(client.main_balance())
+        await asyncio.sleep(0.02)
+        short = client.with_options(timeout=0.3)
+        first = [asyncio.create_task(short.ping()) for _ in range(2)]
+        await asyncio.sleep(0.35)
+        later = [asyncio.create_task(client.ping()) for _ in range(2)]
+        results = await asyncio.gather(*first, *later, return_exceptions=True)
+        await slow
+        assert [type(r).__name__ for r in results] == [
+            "RequestTimeout", "RequestTimeout", "bool", "bool"
+        ]
+        assert all(not r.may_have_reached_server for r in results[:2])  # type: ignore[union-attr]
+        assert box.stats.max_in_window("public", 1.0) <= 2
+        assert box.stats.rate_limited == 0
+
+
 async def test_rate_limit_refusals_past_the_retry_budget_raise_rate_limit_error() -> None:
     async with StrictServer({}) as server:
         server.script(PING, *[Scripted(429, b"no", {"Retry-After": "1"},

@@ -239,6 +239,23 @@ class Pipeline:
                         self._nonce_clock if signed else None,
                     )
                     waited = _monotonic() - began
+                if self.closed:
+                    limiter.settle(admission, _NOT_SENT)
+                    raise TransportError("the client is closed", may_have_reached_server=False)
+                nonce = None
+                if signed and signer is not None:
+                    nonce = admission.nonce
+                    if nonce is None:
+                        # Drawn after the budget admits the request, so it is fresh when it
+                        # leaves; a wait for the clock holds no connection.
+                        nonces = signer.nonces
+                        nonce = nonces.try_next()
+                        if nonce is None:
+                            try:
+                                nonce = await nonces.next()
+                            except BaseException:
+                                limiter.settle(admission, _NOT_SENT)
+                                raise
                 if slots is not None and not slots.try_take():
                     # Every connection is busy: the request waits for one here, not queued
                     # inside aiohttp, where a refusal meanwhile could not hold it back.
@@ -255,26 +272,11 @@ class Pipeline:
                         limiter.settle(admission, _NOT_SENT)
                         attempt -= 1
                         continue
-                if self.closed:
-                    if slots is not None:
-                        slots.release()
-                    limiter.settle(admission, _NOT_SENT)
-                    raise TransportError("the client is closed", may_have_reached_server=False)
-                if signed and signer is not None:
-                    nonce = admission.nonce
-                    if nonce is None:
-                        # Drawn after the budget admits the request, so it is fresh when it
-                        # leaves.
-                        nonces = signer.nonces
-                        nonce = nonces.try_next()
-                        if nonce is None:
-                            try:
-                                nonce = await nonces.next()
-                            except BaseException:
-                                if slots is not None:
-                                    slots.release()
-                                limiter.settle(admission, _NOT_SENT)
-                                raise
+                    if signed and signer is not None and admission.nonce is None:
+                        # Drawn again now that it leaves (the one drawn before is never used).
+                        fresh = signer.nonces.try_next()
+                        if fresh is not None:
+                            nonce = fresh
                 try:
                     if signed and signer is not None and nonce is not None:
                         body, signed_headers = signer.sign(op.path, params, nonce)
@@ -288,8 +290,6 @@ class Pipeline:
                         slots.release()
                     limiter.settle(admission, _NOT_SENT)
                     raise
-                stats.requests += 1
-                stats.by_scope[scope] += 1
                 clock = self.server_clock
                 local = clock.local
                 clock_sent = local.monotonic()
@@ -299,9 +299,20 @@ class Pipeline:
                 remaining = (admission.local_deadline - sent) // 0.001 * 0.001
                 try:
                     try:
+                        if remaining < 0.001:
+                            # Its deadline passed while it waited for a connection or a nonce:
+                            # sent now, it could arrive after the moment its budget counts it
+                            # until. Not sent: a timeout, as a wait for a connection inside the
+                            # exchange would be.
+                            raise RequestTimeout(
+                                f"no connection within {timeout:g} s",
+                                may_have_reached_server=False,
+                            )
+                        stats.requests += 1
+                        stats.by_scope[scope] += 1
                         raw = await transport.send(
                             op.method, request_url, headers=headers, body=body,
-                            timeout=remaining if remaining > 0.001 else 0.001,
+                            timeout=remaining,
                         )
                     finally:
                         if slots is not None:
