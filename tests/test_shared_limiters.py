@@ -322,6 +322,26 @@ async def test_a_client_with_a_shorter_window_leaves_a_longer_windows_log_whole(
         await asyncio.wait_for(longer.acquire("k", "s", long_limit, 5.0), 0.5)
 
 
+async def test_a_longer_window_is_kept_while_its_client_admits_and_forgotten_after(
+    store: SharedStore,
+) -> None:
+    """The store keeps a budget's anchors for the longest window a client counts in until one
+    such window has passed since that client's last admission: then a shorter window's client
+    prunes them again (the log does not keep the length of a window used once, forever)."""
+    long_limit, short_limit = RateLimit(10, 0.6), RateLimit(10, 0.2)
+    longer, shorter = store.limiter(), store.limiter()
+    for _ in range(3):
+        longer.settle(await longer.acquire("k", "s", long_limit, 5.0), Outcome.ANSWERED)
+    await asyncio.sleep(0.3)  # out of the short window, inside the long one
+    shorter.settle(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
+    await asyncio.sleep(0.2)  # let the answer's anchor land (it moves in the background)
+    assert len(await store.anchors("k", "s")) == 4
+    await asyncio.sleep(0.5)  # the long window has passed since its client last admitted
+    shorter.settle(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
+    await asyncio.sleep(0.2)
+    assert len(await store.anchors("k", "s")) == 1
+
+
 # -- nonces ------------------------------------------------------------------------------------
 
 

@@ -73,7 +73,8 @@ end
 
 
 # KEYS: 1 the budget's log (anchors), 2 its pause key, 3 the key's nonce counter, 4 the key's
-# generation marker, 5 the longest window (us) any client counts the budget's log in.
+# generation marker, 5 the longest window (us) a client counts the budget's log in, and until
+# when it is kept ('per:until').
 # ARGV: 1 requests per window, 2 the window (us), 3 the request's timeout (us), 4 its member,
 # 5 the generation this process knows, 6 a token for a new generation, 7 how long (us) a new
 # generation holds admissions, 8 the nonce clock (ms on the server-aligned clock; '' for no
@@ -97,11 +98,17 @@ if paused > 0 then
 end
 local cap = tonumber(ARGV[1])
 local per = tonumber(ARGV[2])
--- Anchors stay for the longest window any client of the budget counts in (KEYS[5] keeps it),
--- and each client counts those of its own window: a shorter one never drops what a longer
--- one needs.
-local kept = tonumber(redis.call('GET', KEYS[5]) or '0')
-if per > kept then kept = per end
+-- Anchors stay for the longest window a client of the budget counts in (KEYS[5]: 'per:until',
+-- until being its client's last admission plus that window, when it is forgotten), and each
+-- client counts those of its own window: a shorter one never drops what a longer one needs.
+local kept = per
+local record = redis.call('GET', KEYS[5])
+if record then
+  local longest, untill = string.match(record, '^(%d+):(%d+)$')
+  if longest and tonumber(longest) > per and tonumber(untill) > now then
+    kept = tonumber(longest)
+  end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - kept))
 local count = redis.call('ZCOUNT', KEYS[1], '(' .. int(now - per), '+inf')
 if count >= cap then
@@ -146,7 +153,9 @@ local ttl = tonumber(ARGV[11])
 if redis.call('PTTL', KEYS[1]) < ttl then
   redis.call('PEXPIRE', KEYS[1], ttl)
 end
-redis.call('SET', KEYS[5], int(kept), 'PX', math.max(redis.call('PTTL', KEYS[1]), ttl))
+if kept == per then
+  redis.call('SET', KEYS[5], int(per) .. ':' .. int(now + per), 'PX', int(per / 1000) + 1000)
+end
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[12]) then
   redis.call('PEXPIRE', KEYS[4], ARGV[12])
 end

@@ -53,10 +53,11 @@ CREATE TABLE IF NOT EXISTS pauses (
     until REAL NOT NULL,
     PRIMARY KEY (key_id, scope)
 );
-CREATE TABLE IF NOT EXISTS windows (
+CREATE TABLE IF NOT EXISTS longest_windows (
     key_id TEXT NOT NULL,
     scope TEXT NOT NULL,
-    per REAL NOT NULL,     -- the longest window (seconds) any client counts the budget in
+    per REAL NOT NULL,     -- the longest window (seconds) a client counts the budget in
+    until REAL NOT NULL,   -- its last admission plus that window: forgotten after
     PRIMARY KEY (key_id, scope)
 );
 CREATE TABLE IF NOT EXISTS nonces (
@@ -145,16 +146,24 @@ class SQLiteLimiter(SharedLimiter):
         clock_ms = None if nonce_clock is None else int(nonce_clock())
         with self._transaction() as cursor:
             now = time.time()
-            # Anchors stay for the longest window any client of the budget counts in, and each
-            # client counts those of its own: a shorter window never drops what a longer needs.
-            cursor.execute(
-                "INSERT INTO windows (key_id, scope, per) VALUES (?, ?, ?) "
-                "ON CONFLICT (key_id, scope) DO UPDATE SET per = max(per, excluded.per)",
-                (key_id, scope, per),
-            )
-            (kept,) = cursor.execute(
-                "SELECT per FROM windows WHERE key_id = ? AND scope = ?", (key_id, scope)
+            # Anchors stay for the longest window a client of the budget counts in, and each
+            # client counts those of its own: a shorter window never drops what a longer one
+            # needs. A longer window is kept until one of its length has passed since its
+            # client's last admission; after that, none of its client's anchors is in it.
+            row = cursor.execute(
+                "SELECT per, until FROM longest_windows WHERE key_id = ? AND scope = ?",
+                (key_id, scope),
             ).fetchone()
+            if row is not None and row[0] > per and row[1] > now:
+                kept = row[0]
+            else:
+                kept = per
+                cursor.execute(
+                    "INSERT INTO longest_windows (key_id, scope, per, until) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (key_id, scope) DO UPDATE SET per = excluded.per, "
+                    "until = excluded.until",
+                    (key_id, scope, per, now + per),
+                )
             # Anchors out of every window go; so do anchors further ahead than any request
             # could have put them (the wall clock stepped back).
             cursor.execute(
@@ -207,8 +216,11 @@ class SQLiteLimiter(SharedLimiter):
             self._admissions += 1
             if self._admissions % 1024 == 0:
                 # Budgets no longer used keep their last anchors until someone sweeps them.
-                # Past a day and every window, whatever their budget.
-                (longest,) = cursor.execute("SELECT coalesce(max(per), 0) FROM windows").fetchone()
+                # Past a day and every window still kept, whatever their budget.
+                cursor.execute("DELETE FROM longest_windows WHERE until <= ?", (now,))
+                (longest,) = cursor.execute(
+                    "SELECT coalesce(max(per), 0) FROM longest_windows"
+                ).fetchone()
                 cursor.execute(
                     "DELETE FROM anchors WHERE at <= ?", (now - max(_SWEEP_AFTER, longest),)
                 )
