@@ -189,7 +189,7 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
     """
     status, headers, body = raw
     if 200 <= status < 300:
-        unreadable: AnswerFormatError
+        unreadable: AnswerFormatError | None = None
         try:
             result = decode(body)
         except AnswerFormatError as exc:
@@ -199,19 +199,16 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
         else:
             if result:
                 return result
-            # An empty result (no balance, ``False`` for ping) may be an error body that the
-            # answer's tolerant shape reads as empty: {"error": {...}} as a map of balances.
-            data = _try_json(body)
-            error = error_from_body(status, data) if data is not None else None
-            if error is None:
-                return result
-            _raise_error(error, headers)
-        # Raised outside the except clauses: no internal exception rides along as context.
+        # An error body: one the answer's shape cannot read, or one its tolerant shape reads as
+        # empty (no balance, ``False`` for ping: {"error": {...}} as a map of balances). Raised
+        # outside the except clauses: no internal exception rides along as context.
         data = _try_json(body)
         if data is not None:
             error = error_from_body(status, data)
             if error is not None:
                 _raise_error(error, headers)
+        if unreadable is None:
+            return result
         unreadable.status = status
         unreadable.__context__ = None
         raise unreadable
