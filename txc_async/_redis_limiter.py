@@ -222,19 +222,19 @@ return 0
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
 #: How often a call is sent again when its connection turns out closed before it left.
 _CLOSED_CONNECTION_RETRIES = 2
+#: At most this many calls to Redis are under way at once from one limiter (a cluster client
+#: refuses more than 100 connections per node, and one connection serves one call at a time).
+MAX_CONCURRENT_CALLS = 32
+#: The generation marker and the nonce counter live this long after the last admission.
+_KEY_TTL_MS = 86_400_000
+
+
 def _closed_under(exc: BaseException) -> bool:
     """Whether ``exc`` says the call's connection was closed under it."""
     text = str(exc)
     if isinstance(exc, AttributeError):
         return "'NoneType' object has no attribute" in text
     return "closed" in text
-
-
-#: At most this many calls to Redis are under way at once from one limiter (a cluster client
-#: refuses more than 100 connections per node, and one connection serves one call at a time).
-MAX_CONCURRENT_CALLS = 32
-#: The generation marker and the nonce counter live this long after the last admission.
-_KEY_TTL_MS = 86_400_000
 
 
 # Query parameters whose values are secret (redis-py passes every query parameter on as a
