@@ -154,16 +154,7 @@ class SQLiteLimiter(SharedLimiter):
                 "SELECT per, until FROM longest_windows WHERE key_id = ? AND scope = ?",
                 (key_id, scope),
             ).fetchone()
-            if row is not None and row[0] > per and row[1] > now:
-                kept = row[0]
-            else:
-                kept = per
-                cursor.execute(
-                    "INSERT INTO longest_windows (key_id, scope, per, until) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (key_id, scope) DO UPDATE SET per = excluded.per, "
-                    "until = excluded.until",
-                    (key_id, scope, per, now + per),
-                )
+            kept = row[0] if row is not None and row[0] > per and row[1] > now else per
             # Anchors out of every window go; so do anchors further ahead than any request
             # could have put them (the wall clock stepped back).
             cursor.execute(
@@ -213,6 +204,14 @@ class SQLiteLimiter(SharedLimiter):
                 (key_id, scope, deadline, timeout),
             )
             ident = cursor.lastrowid
+            if kept == per:
+                # This client's window is the longest kept: kept one window past this admission.
+                cursor.execute(
+                    "INSERT INTO longest_windows (key_id, scope, per, until) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (key_id, scope) DO UPDATE SET per = excluded.per, "
+                    "until = excluded.until",
+                    (key_id, scope, per, now + per),
+                )
             self._admissions += 1
             if self._admissions % 1024 == 0:
                 # Budgets no longer used keep their last anchors until someone sweeps them.
