@@ -34,7 +34,7 @@ def contender_keys(slot: str) -> list[tuple[str, str]]:
     ]
 
 
-for _slot in ("txc", "lean", "floor", "hand", "ccxt"):
+for _slot in ("txc", "lean", "lean2", "floor", "hand", "ccxt"):
     for _i, _pair in enumerate(contender_keys(_slot)):
         KEYS[f"{_slot}-{_i}"] = _pair
 

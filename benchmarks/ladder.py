@@ -3,6 +3,8 @@ one process, each step adding one part of txc_async to the one before it, measur
 alternating rounds against the sandbox in another process.
 
     lean typed msgspec          the ceiling for typed answers (``percall.LeanTyped``)
+    lean again (A/A)            a second lean client, its own keys: what the harness reads as a
+                                difference between two identical clients (the noise floor)
     + methods and signing       ``Client.main_balance`` / ``investments_history``, their
                                 argument checks, the shared nonce source, ``Signer.sign``;
                                 aiohttp called directly, the lean client's decoders
@@ -59,7 +61,9 @@ from benchmarks.percall import (
 )
 
 LEAN = "lean typed msgspec"
-STEPS = (LEAN, "+ methods and signing", "+ answer decoding", "+ transport", "the whole client")
+AGAIN = "lean again (A/A)"
+STEPS = (LEAN, AGAIN, "+ methods and signing", "+ answer decoding", "+ transport",
+         "the whole client")
 _LEAN_DECODERS: dict[str, Callable[[bytes], Any]] = {
     "main_balance": _decode_balance,
     "investments_history": _decode_investments,
@@ -106,7 +110,7 @@ async def _transport(pipeline: Pipeline, op: Operation[Any], params: Mapping[str
 
 
 _STEP_CALLS: dict[str, StepCall | None] = {
-    STEPS[1]: _methods, STEPS[2]: _decoding, STEPS[3]: _transport, STEPS[4]: None,
+    STEPS[2]: _methods, STEPS[3]: _decoding, STEPS[4]: _transport, STEPS[5]: None,
 }
 
 
@@ -118,6 +122,11 @@ async def _ladder(url: str, session: aiohttp.ClientSession) -> tuple[
     calls[LEAN] = {
         "main_balance": [c.main_balance for c in lean],
         "investments_history": [c.investments_history for c in lean],
+    }
+    again = [LeanTyped(session, url, *pair) for pair in contender_keys("lean2")]
+    calls[AGAIN] = {
+        "main_balance": [c.main_balance for c in again],
+        "investments_history": [c.investments_history for c in again],
     }
     limiter = txc_async.InProcessLimiter()
     for step, replacement in _STEP_CALLS.items():
@@ -191,10 +200,16 @@ async def run(quick: bool) -> dict[str, dict[str, float]]:
         for step in STEPS:
             mid = median(cpu[(operation, step)]) * 1e6
             ratio = median(ratios[(operation, step)])
-            added = "" if step == LEAN else f"  step {100 * (ratio - before):+5.1f} %"
+            if step == AGAIN:
+                # Two identical clients: the spread of their rounds' ratios is the harness's
+                # resolution; the next step adds to the lean client, not to this row.
+                spread = ratios[(operation, step)]
+                added = f"  rounds {min(spread):.3f}-{max(spread):.3f}x"
+            else:
+                added = "" if step == LEAN else f"  step {100 * (ratio - before):+5.1f} %"
+                before = ratio
             print(f"    {step:<24} {mid:7.0f} µs  {ratio:6.3f}x{added}")
             result.setdefault(operation, {})[step] = ratio
-            before = ratio
     return result
 
 
