@@ -112,6 +112,9 @@ async def test_backfill_checks_its_arguments(client: txc_async.Client) -> None:
             async for _ in txc_async.backfill_mining_rewards(client, **kwargs):
                 pass
         assert caught.value.parameter == parameter
+        # Named like every operation: the attribute, and the message's first word.
+        assert caught.value.operation == "backfill_mining_rewards"
+        assert str(caught.value).startswith(f"backfill_mining_rewards: {parameter}:")
 
 
 async def test_backfill_error_stops_the_workers(
@@ -121,11 +124,13 @@ async def test_backfill_error_stops_the_workers(
         "https://api.example.test" + REWARDS_PATH, status=403, repeat=True,
         payload={"code": 0, "message": "No access", "errors": {}},
     )
-    with pytest.raises(txc_async.AuthenticationError):
+    with pytest.raises(txc_async.AuthenticationError) as caught:
         async for _ in txc_async.backfill_mining_rewards(
             client, start=START, end=START + 100 * DAY, concurrency=4
         ):
             pass
+    # An error of a request names the backfill, as the page iterators name themselves.
+    assert caught.value.operation == "backfill_mining_rewards"
 
 
 # -- the resumable file ---------------------------------------------------------------------------

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._errors import InvalidParameterError
+from ._errors import InvalidParameterError, named_iterator
 from ._ledger import RewardLedger, check_rewards
 from ._models import MiningReward
 from ._operations import Operation
@@ -221,6 +221,7 @@ def check_backfill_args(
     return lo, hi, names, check_int_range("concurrency", concurrency, 1, 256)
 
 
+@named_iterator
 async def backfill_mining_rewards(
     client: Client,
     *,
@@ -228,7 +229,7 @@ async def backfill_mining_rewards(
     end: int | datetime,
     accounts: Sequence[str] | None = None,
     concurrency: int = 8,
-) -> AsyncIterator[MiningReward]:
+) -> AsyncGenerator[MiningReward, None]:
     """Every mining reward dated ``start..end`` (inclusive) exactly once, fetched concurrently.
 
     Without ``accounts`` the rewards of every account of the key come back, each naming its

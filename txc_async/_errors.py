@@ -9,7 +9,7 @@ import inspect
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import CodeType, FrameType
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = [
     "AnswerFormatError",
@@ -22,10 +22,12 @@ __all__ = [
     "TxcError",
     "ValidationError",
     "name_operations",
+    "named_iterator",
 ]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
+P = ParamSpec("P")
 
 #: Most bytes of an unreadable answer an :class:`AnswerFormatError` keeps.
 MAX_KEPT_BODY = 4096
@@ -249,10 +251,10 @@ def _running_operation() -> str | None:
 
 
 def _generator_naming(
-    name: str, method: Callable[..., AsyncGenerator[T, None]]
-) -> Callable[..., AsyncIterator[T]]:
+    name: str, method: Callable[P, AsyncGenerator[T, None]]
+) -> Callable[P, AsyncIterator[T]]:
     @functools.wraps(method)
-    async def walk(*args: Any, **kwargs: Any) -> AsyncIterator[T]:
+    async def walk(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
         # Closed with the wrapper, so a caller that stops early ends the walk at once.
         async with contextlib.aclosing(method(*args, **kwargs)) as inner:
             try:
@@ -263,6 +265,15 @@ def _generator_naming(
                 raise
 
     return walk
+
+
+def named_iterator(
+    method: Callable[P, AsyncGenerator[T, None]],
+) -> Callable[P, AsyncIterator[T]]:
+    """Decorator of an async-generator operation outside the client (such as
+    ``backfill_mining_rewards``): every :class:`TxcError` raised while it runs, its argument
+    errors included, names it."""
+    return _generator_naming(method.__name__, method)
 
 
 def name_operations(cls: C) -> C:
