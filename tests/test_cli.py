@@ -30,6 +30,16 @@ from txc_async.cli import main
           "--concurrency", "0"], "from 1 to 256"),
         (["backfill-rewards", "--start", "2024-01-01", "--end", "2024-02-01", "--out", "x",
           "--format", "xml"], "--format"),
+        # Outside the API's range: a usage mistake, found before anything starts.
+        (["backfill-rewards", "--start", "1969-12-31", "--end", "2024-01-01", "--out", "x"],
+         "outside 1970-01-01 to 9999-12-31"),
+        (["backfill-rewards", "--start", "2024-01-01", "--end", "10000-01-01T00:00:00+00:00",
+          "--out", "x"], "--end"),
+        (["backfill-rewards", "--start", "2024-01-01", "--end", "2024-01-02", "--out", ""],
+         "--out: must name a file"),
+        (["backfill-rewards", "--start", "2024-01-01", "--out", "x", "--limiter",
+          "redis://127.0.0.1:notaport/0"], "takes a port from 1 to 65535"),
+        (["demo", "--year", "1800"], "--year: must be from 1970 to 9999"),
         (["sandbox", "--port", "70000"], "65535"),
         (["nonsense"], "invalid choice"),
         ([], "required"),
@@ -108,6 +118,8 @@ def test_dates_mean_whole_utc_days() -> None:
     assert _end("2024-01-01") == 1704067200 + 86399
     assert _start("1704067200") == 1704067200
     assert _start("2024-01-01T02:00:00+02:00") == 1704067200
+    # The last day the API takes has no next day to count back from.
+    assert _end("9999-12-31") == 253402300799
 
 
 def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:

@@ -46,6 +46,13 @@ def check_limiter_url(url: object) -> str:
             # redis:/x or redis:///0 would put a password in the path, where it is not masked,
             # and make redis-py connect to localhost without a word.
             raise ValueError(f"{scheme}:// needs a host, e.g. {scheme}://127.0.0.1:6379/0")
+        try:
+            port = parts.port
+        except ValueError:  # not a number, or out of range (the message would quote it)
+            port = 0
+        if port == 0:
+            raise ValueError(f"{scheme}:// takes a port from 1 to 65535, e.g. "
+                             f"{scheme}://127.0.0.1:6379/0")
     elif scheme == "sqlite":
         if parts.netloc or not parts.path.strip("/"):
             raise ValueError("sqlite:// needs a file: sqlite:///relative/path or sqlite:////abs/path")

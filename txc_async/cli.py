@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import BinaryIO, Never, NoReturn, TextIO
 
@@ -40,7 +40,7 @@ from ._export import (
 )
 from ._limiter_url import check_limiter_url, default_limiter_url, limiter_from_url
 from ._ratelimit import Limiter
-from ._validate import ACCOUNT_NAME, ACCOUNT_NAME_RULE
+from ._validate import ACCOUNT_NAME, ACCOUNT_NAME_RULE, MAX_UNIX_TIME
 
 __all__ = ["main"]
 
@@ -66,12 +66,24 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+DAY = 86_400
+
+
 def _parse_time(text: str, *, end_of_day: bool) -> int:
     """A date (``2024-01-01``), an ISO datetime with a zone, or Unix seconds, as Unix seconds.
 
     A bare date means the start of that day in UTC, or its last second for ``--end``.
     """
-    text = text.strip()
+    seconds = _read_time(text.strip(), end_of_day)
+    # The API's range, checked here so that a mistake is a usage error (exit status 2).
+    if not 0 <= seconds <= MAX_UNIX_TIME:
+        raise argparse.ArgumentTypeError(
+            f"{text.strip()!r} is outside 1970-01-01 to 9999-12-31 (UTC)"
+        )
+    return seconds
+
+
+def _read_time(text: str, end_of_day: bool) -> int:
     if text.isdigit():
         return int(text)
     try:
@@ -80,9 +92,8 @@ def _parse_time(text: str, *, end_of_day: bool) -> int:
         pass
     else:
         moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
-        if end_of_day:
-            moment += timedelta(days=1, seconds=-1)
-        return int(moment.timestamp())
+        # Its last second for --end (counted in seconds: 9999-12-31 has no next day).
+        return int(moment.timestamp()) + (DAY - 1 if end_of_day else 0)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -91,7 +102,7 @@ def _parse_time(text: str, *, end_of_day: bool) -> int:
         ) from None
     if moment.tzinfo is None:
         raise argparse.ArgumentTypeError(f"{text!r} has no time zone; add one, e.g. +00:00")
-    return int(moment.timestamp())
+    return int(moment.timestamp() // 1)
 
 
 def _start(text: str) -> int:
@@ -152,6 +163,13 @@ _concurrency = _whole(1, 256)
 _accounts = _whole(1, 100_000)
 _days = _whole(1, 36_500)
 _port = _whole(0, 65535)
+_year = _whole(1970, 9999)
+
+
+def _out(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a file, a directory or - (it is empty)")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this mining account, repeat for several (default: every account)",
     )
     backfill.add_argument(
-        "--out", required=True,
+        "--out", type=_out, required=True,
         help="output file, Parquet dataset directory, or - for JSON lines on stdout",
     )
     backfill.add_argument(
@@ -216,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", formatter_class=_Help,
         help="backfill a year of rewards from the embedded sandbox and print a summary",
     )
-    demo.add_argument("--year", type=int, default=2024, help="the year to backfill")
+    demo.add_argument("--year", type=_year, default=2024, help="the year to backfill")
     demo.add_argument(
         "--accounts", type=_accounts, default=300,
         help="mining accounts the sandbox serves (enough to reach the rate limit)",
@@ -469,7 +487,7 @@ async def _demo(year: int, accounts: int, concurrency: int) -> int:
     from .sandbox import Sandbox
 
     start = int(datetime(year, 1, 1, tzinfo=UTC).timestamp())
-    end = int(datetime(year + 1, 1, 1, tzinfo=UTC).timestamp()) - 1
+    end = int(datetime(year, 12, 31, tzinfo=UTC).timestamp()) + DAY - 1
     async with Sandbox(mining_accounts=accounts) as box:
         async with Client(
             api_key=box.api_key, api_secret=box.api_secret, base_url=box.url
