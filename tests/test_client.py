@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -430,6 +431,12 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("mining_rewards", {"start": 10, "end": 5}, "start"),
     ("mining_rewards", {"end": 1.5}, "end"),
     ("mining_rewards", {"start": -1}, "start"),
+    # A datetime outside the API's range is refused as the same moment in seconds would be.
+    ("mining_rewards", {"start": datetime(1900, 1, 1, tzinfo=UTC)}, "start"),
+    ("mining_hashrate",
+     {"end": datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-12)))}, "end"),
+    # A member of another enum is refused, whatever its value (PlanStatus 2 is not "closed").
+    ("investments_history", {"status": txc_async.PlanStatus.NO_COINS_LEFT}, "status"),
     ("mining_hashrate", {"interval": "2h"}, "interval"),
     ("mining_hashrate", {"interval": "1H"}, "interval"),
     ("create_mining_account", {"name": "has space"}, "name"),
@@ -457,6 +464,11 @@ BAD_ORDERS: list[tuple[dict[str, Any], str]] = [
     ({"market": "btc_usdt"}, "market"),
     ({"market": "BTCUSDT"}, "market"),
     ({"side": "long"}, "side"),
+    ({"side": txc_async.PositionSide.LONG}, "side"),
+    ({"position_side": txc_async.Side.BUY}, "position_side"),
+    # Spaces are not part of a plain decimal: " 1\n" may be the rest of a mistake.
+    ({"amount": " 1\n"}, "amount"),
+    ({"price": "1 "}, "price"),
     ({"position_side": "UP"}, "position_side"),
     ({"client_order_id": ""}, "client_order_id"),
 ]
@@ -484,6 +496,37 @@ async def test_bad_orders_are_refused_before_sending(
         await client.collateral_stop_limit_order(**(ORDER_OK | change))
     assert caught.value.parameter == parameter
     assert not mocked.requests
+
+
+async def test_iter_mining_rewards_from_a_future_start_without_end_is_refused(
+    mocked: aioresponses, client: txc_async.Client
+) -> None:
+    # Without end the range ends now: a start after now would send from > to.
+    walk = client.iter_mining_rewards(start=int(time.time()) + 86_400)
+    with pytest.raises(InvalidParameterError) as caught:
+        await walk.__anext__()
+    assert caught.value.parameter == "start"
+    assert str(caught.value).startswith("iter_mining_rewards: start: must not be after end")
+    assert not mocked.requests
+
+
+@pytest.mark.parametrize(("kwargs", "parameter", "fragment"), [
+    ({"base_url": "http://127.0.0.1:abc"}, "base_url", "port from 1 to 65535"),
+    ({"base_url": "http://127.0.0.1:99999"}, "base_url", "port from 1 to 65535"),
+    ({"rate_limits": [("public", txc_async.RateLimit(1, 1))]}, "rate_limits", "mapping"),
+    ({"limiter": "memory://"}, "limiter", "limiter_from_url"),
+    ({"limiter": object()}, "limiter", "not object"),
+    ({"transport": "x"}, "transport", "send and aclose"),
+])
+def test_client_parts_of_the_wrong_kind_are_refused_at_once(
+    kwargs: dict[str, Any], parameter: str, fragment: str
+) -> None:
+    # Refused by the constructor, not by the first call (or by close()).
+    with pytest.raises(InvalidParameterError) as caught:
+        txc_async.Client(**kwargs)
+    assert caught.value.parameter == parameter
+    assert fragment in str(caught.value)
+    assert caught.value.__context__ is None
 
 
 def test_client_settings_are_checked() -> None:

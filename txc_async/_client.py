@@ -84,6 +84,8 @@ _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
 _CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
 _USER_AGENT = re.compile(r"[\x20-\x7e]{1,200}")
+#: What a limiter must have (the methods of the Limiter protocol the client calls).
+_LIMITER_METHODS = ("try_acquire", "acquire", "settle", "effective_limit")
 _SIDES = get_args(SideLiteral)
 _POSITION_SIDES = get_args(PositionSideLiteral)
 _INTERVALS = get_args(IntervalLiteral)
@@ -131,12 +133,42 @@ def _check_retry(retry: object) -> RetryPolicy:
     return retry
 
 
+def _check_parts(limiter: object, transport: object) -> None:
+    """A limiter and a transport must be objects of their kind: a mistake shows here, not at
+    the first call (or at close)."""
+    if limiter is not None:
+        if isinstance(limiter, str):
+            raise InvalidParameterError(
+                "limiter", "must be a limiter object; for a URL such as 'memory://' use "
+                "txc_async.limiter_from_url(url)"
+            )
+        if not all(callable(getattr(limiter, name, None)) for name in _LIMITER_METHODS):
+            raise InvalidParameterError(
+                "limiter", "must be a txc_async limiter (InProcessLimiter, SQLiteLimiter, "
+                f"RedisLimiter) or have the Limiter methods, not {type(limiter).__name__}"
+            )
+    if transport is not None and not all(
+        callable(getattr(transport, name, None)) for name in ("send", "aclose")
+    ):
+        raise InvalidParameterError(
+            "transport", f"must have the Transport methods send and aclose, not "
+            f"{type(transport).__name__}"
+        )
+
+
 def _check_base_url(base_url: object) -> URL:
     if not isinstance(base_url, str) or not base_url:
         raise InvalidParameterError("base_url", "must be a non-empty string such as 'https://...'")
-    url = URL(base_url.rstrip("/"))
-    if url.scheme not in ("https", "http") or not url.host:
-        raise InvalidParameterError("base_url", "must be an absolute http(s) URL with a host")
+    try:
+        url = URL(base_url.rstrip("/"))
+        url.port  # noqa: B018 - a port that is not a number, or out of range, raises here
+    except ValueError:
+        # Refused outside the handler: the parsing error may quote the URL.
+        url = None
+    if url is None or url.scheme not in ("https", "http") or not url.host:
+        raise InvalidParameterError(
+            "base_url", "must be an absolute http(s) URL with a host (and a port from 1 to 65535)"
+        )
     if url.scheme == "http" and not _is_loopback(url.host):
         raise InvalidParameterError(
             "base_url",
@@ -207,6 +239,7 @@ class Client:
             raise InvalidParameterError(
                 "user_agent", "must be 1 to 200 printable ASCII characters, e.g. 'mybot/1.2'"
             )
+        _check_parts(limiter, transport)
         if on_request is not None and not callable(on_request):
             raise InvalidParameterError("on_request", "must be a callable taking a RequestRecord")
         base = _check_base_url(base_url)
@@ -463,7 +496,7 @@ class Client:
             "market": check_pattern(
                 "market", market, _MARKET, "must be <BASE>_<QUOTE> in capitals, e.g. 'BTC_USDT'"
             ),
-            "side": check_choice("side", side, _SIDES),
+            "side": check_choice("side", side, _SIDES, Side),
             "amount": check_decimal("amount", amount),
             "price": check_decimal("price", price),
             "activation_price": check_decimal("activation_price", activation_price),
@@ -478,7 +511,7 @@ class Client:
             )
         if position_side is not None:
             params["positionSide"] = check_choice(
-                "position_side", position_side, _POSITION_SIDES
+                "position_side", position_side, _POSITION_SIDES, PositionSide
             )
         return await self._call(COLLATERAL_STOP_LIMIT, params)
 
@@ -532,7 +565,11 @@ class Client:
         from ._walk import REWARD_RECORDS
 
         params = _reward_filters(account, start, end)
-        params.setdefault("to", int(time.time()))
+        if "to" not in params:
+            now = int(time.time())
+            if params.get("from", 0) > now:
+                raise InvalidParameterError("start", "must not be after end (without end: now)")
+            params["to"] = now
         async for page in every_reward(self, params, REWARD_RECORDS):
             for record in page:
                 yield record
@@ -580,7 +617,7 @@ def _investment_filters(
             "ticker", ticker, _TICKER, "must be 1 to 20 letters or digits"
         )
     if status is not None:
-        params["status"] = check_choice("status", status, (1, 2))
+        params["status"] = check_choice("status", status, (1, 2), InvestmentStatus)
     return params
 
 

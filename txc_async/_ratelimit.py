@@ -62,6 +62,11 @@ def merge_rate_limits(overrides: Mapping[str, RateLimit] | None) -> dict[str, Ra
     from ._errors import InvalidParameterError
 
     merged = dict(DEFAULT_RATE_LIMITS)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise InvalidParameterError(
+            "rate_limits", "must be a mapping of scope to txc_async.RateLimit, such as "
+            "{'mining_rewards': RateLimit(500, 10)}"
+        )
     for scope, limit in (overrides or {}).items():
         if scope not in SCOPES:
             raise InvalidParameterError(

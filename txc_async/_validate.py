@@ -23,6 +23,8 @@ __all__ = [
     "check_timestamp",
 ]
 
+#: The last second of year 9999 (UTC): the latest Unix time a request may carry.
+MAX_UNIX_TIME = 253402300799
 _DECIMAL_TEXT = re.compile(r"[0-9]+(\.[0-9]+)?|\.[0-9]+")
 #: The most digits an amount may have on either side of its decimal point (trailing zeros
 #: after it do not count): far beyond any amount of any asset, short of a request so long it
@@ -55,7 +57,8 @@ def check_decimal(name: str, value: object, *, allow_zero: bool = False) -> str:
         # is its value, as a plain Decimal.
         number = value if type(value) is Decimal else Decimal(value)
     elif isinstance(value, str):
-        text = value.strip()
+        # As given, spaces included: "1 " may be the remains of a mistake ("1 000").
+        text = value
         if not _DECIMAL_TEXT.fullmatch(text):
             raise InvalidParameterError(
                 name, f"must be a plain decimal number such as '0.01', got {value!r}"
@@ -99,9 +102,25 @@ def check_int_range(name: str, value: object, low: int, high: int) -> int:
     return int(value)
 
 
-def check_choice(name: str, value: object, choices: tuple[str, ...] | tuple[int, ...]) -> object:
-    """One of ``choices``; enum members are taken by value."""
-    raw = value.value if isinstance(value, enum.Enum) else value
+def check_choice(
+    name: str,
+    value: object,
+    choices: tuple[str, ...] | tuple[int, ...],
+    kind: type[enum.Enum] | None = None,
+) -> object:
+    """One of ``choices``; members of ``kind`` (the parameter's enum) are taken by value, and a
+    member of any other enum is refused, whatever its value (``PlanStatus.NO_COINS_LEFT`` is
+    2, which is not what ``InvestmentStatus`` 2 means)."""
+    if isinstance(value, enum.Enum):
+        if kind is None or not isinstance(value, kind):
+            expected = f"a {kind.__name__} or one of" if kind is not None else "one of"
+            shown = ", ".join(repr(c) for c in choices)
+            raise InvalidParameterError(
+                name, f"must be {expected} {shown}, not a {type(value).__name__}"
+            )
+        raw: object = value.value
+    else:
+        raw = value
     # Only a str or an int can equal a choice: a float or Decimal that compares equal (1.0,
     # Decimal(1)) would go out in the wrong JSON type, and a signalling NaN cannot be compared.
     if isinstance(raw, bool) or not isinstance(raw, str | int) or raw not in choices:
@@ -149,14 +168,18 @@ def check_timestamp(name: str, value: object) -> int:
             raise InvalidParameterError(
                 name, "a datetime must be timezone-aware (e.g. datetime(..., tzinfo=UTC))"
             )
-        return int(value.timestamp() // 1)
-    if isinstance(value, bool) or not isinstance(value, int):
+        # An aware datetime's timestamp is plain arithmetic: any year gives one.
+        seconds = int(value.timestamp() // 1)
+    elif isinstance(value, bool) or not isinstance(value, int):
         raise InvalidParameterError(
             name, f"must be an int Unix time or an aware datetime, not {type(value).__name__}"
         )
-    if not 0 <= value <= 253402300799:
+    else:
+        seconds = int(value)
+    # The same bounds for both: a datetime before 1970 is a negative Unix time.
+    if not 0 <= seconds <= MAX_UNIX_TIME:
         raise InvalidParameterError(name, "must be a Unix time in seconds from 0 to year 9999")
-    return int(value)
+    return seconds
 
 
 def check_time_range(start: object, end: object) -> tuple[int | None, int | None]:
