@@ -786,6 +786,40 @@ async def test_application_throttle_is_a_rate_limit(
     assert limiter.successes == 1, "a throttle answer must not end the backoff streak"
 
 
+async def test_a_throttling_message_in_a_success_answer_is_not_a_reason_to_send_a_write_again(
+    mocked: aioresponses, client: txc_async.Client, limiter: RecordingLimiter
+) -> None:
+    # A 2xx may mean the write ran: the throttle pauses the scope, and the caller decides.
+    throttled = {"code": 0, "message": "Too Many Attempts.", "errors": {}}
+    mocked.post(ORDER, status=200, payload=throttled)
+    mocked.post(ORDER, payload=ORDER_ANSWER)
+    with pytest.raises(RateLimitError):
+        await client.collateral_stop_limit_order(**ORDER_OK)
+    assert len(requests_to(mocked, ORDER_PATH)) == 1
+    assert limiter.paused == [("collateral_stop_limit_order", None)]
+    # A read goes again after the pause.
+    mocked.post(BALANCE, status=200, payload=throttled)
+    mocked.post(BALANCE, payload={"BTC": {"main_balance": "1"}})
+    assert await client.main_balance() == {"BTC": Decimal("1")}
+
+
+async def test_a_json_429_to_an_unsigned_request_is_a_rate_limit_not_a_nonce_refusal(
+    mocked: aioresponses, client: txc_async.Client, limiter: RecordingLimiter
+) -> None:
+    # The OAuth refresh carries no nonce: its JSON 429 pauses the scope like any rate limit.
+    mocked.post(OAUTH, status=429, repeat=True,
+                payload={"code": 0, "message": "Too many requests.", "errors": {}})
+    async with txc_async.Client(
+        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
+        retry=fast_retry(max_rate_limit_retries=1),
+    ) as c:
+        with pytest.raises(RateLimitError) as caught:
+            await c.refresh_oauth_token(client_id="cid", client_secret="cs", refresh_token="rt")
+    assert "nonce" not in str(caught.value)
+    assert limiter.paused == [("refresh_oauth_token", None)] * 2
+    assert c.stats.nonce_refusals == 0
+
+
 async def test_nonce_429_is_re_signed_at_once_without_pausing(
     mocked: aioresponses, client: txc_async.Client, limiter: RecordingLimiter
 ) -> None:

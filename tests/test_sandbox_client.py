@@ -4,6 +4,8 @@ promises under faults (reads survive, writes are sent once, nothing leaks, nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import time
 from decimal import Decimal
 from typing import Any
@@ -268,6 +270,78 @@ async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sa
         results = await asyncio.gather(*calls, return_exceptions=True)
     assert all(isinstance(r, TransportError) for r in results), results
     assert all("closed" in str(r) for r in results)
+    # What each says of its request is true: the two on their way may have reached the server
+    # (they did); the four that waited for budget were not sent.
+    assert sum(sandbox.stats.received.values()) == 2
+    sent = [r for r in results if r.may_have_reached_server]  # type: ignore[union-attr]
+    unsent = [r for r in results if not r.may_have_reached_server]  # type: ignore[union-attr]
+    assert len(sent) == 2 and len(unsent) == 4
+    assert all(str(r).endswith("; its request was not sent") for r in unsent)
+
+
+def _never_connecting() -> tuple[int, list[socket.socket]]:
+    """A port on 127.0.0.1 whose connections never open: its listener's queue is full and never
+    accepted from, so the kernel drops new connection attempts. The sockets, to close after."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    held = [listener]
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        held.append(filler)
+    return port, held
+
+
+def _queued_bytes(listener: socket.socket) -> int:
+    """The bytes waiting on every connection the listener queued (what reached it)."""
+    listener.setblocking(False)
+    total = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            connection, _ = listener.accept()
+            with connection:
+                connection.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    total += len(connection.recv(65536))
+    return total
+
+
+async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again() -> None:
+    """The deadline of the whole exchange comes while the connection is still opening: the
+    request never left, so the error says so and a write goes again (aiohttp reports it as any
+    timeout)."""
+    port, held = _never_connecting()
+    try:
+        await asyncio.sleep(0.1)
+        records: list[txc_async.RequestRecord] = []
+        async with txc_async.Client(
+            api_key="k", api_secret="s" * 10, base_url=f"http://127.0.0.1:{port}", timeout=0.2,
+            retry=txc_async.RetryPolicy(max_retries=2, backoff_base=0.01, backoff_cap=0.02),
+            limiter=txc_async.InProcessLimiter(), on_request=records.append,
+        ) as c:
+            with pytest.raises(txc_async.RequestTimeout) as caught:
+                await c.create_mining_account(name="a1")
+            # Closed while it waits for a connection: not sent either.
+            call = asyncio.create_task(c.with_options(timeout=5).create_mining_account(name="a2"))
+            await asyncio.sleep(0.3)
+        with pytest.raises(TransportError) as closed:
+            await call
+        assert _queued_bytes(held[0]) == 0
+    finally:
+        for sock in held:
+            sock.close()
+    error = caught.value
+    assert error.may_have_reached_server is False
+    assert str(error).startswith(
+        f"create_mining_account: no connection to 127.0.0.1:{port} within 0.1"
+    )
+    assert [r.error for r in records[:3]] == ["timeout"] * 3
+    assert closed.value.may_have_reached_server is False
+    assert "its request was not sent" in str(closed.value)
 
 
 async def test_workers_cancelled_then_the_client_closed_end_cancelled(sandbox: Sandbox) -> None:

@@ -33,11 +33,17 @@ _MAX_MESSAGE = 300
 
 
 class RateLimited(Exception):
-    """Internal signal: the server refused the request for its rate limit; nothing was executed."""
+    """Internal signal: the server throttled the request.
 
-    def __init__(self, error: RateLimitError) -> None:
+    ``refused``: the answer shows that nothing was executed (an HTTP 429, or a throttling
+    message with an error status). A throttling message in a success answer does not: a write
+    is then not sent again.
+    """
+
+    def __init__(self, error: RateLimitError, *, refused: bool = True) -> None:
         super().__init__(str(error))
         self.error = error
+        self.refused = refused
 
 
 class NonceRefused(Exception):
@@ -179,8 +185,9 @@ def error_from_body(status: int, data: object) -> ApiError | None:
     return ApiError(message, status=status, code=code, errors=errors)
 
 
-def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
-    """The typed result of ``raw``, or the error it carries.
+def decode_answer(raw: RawResponse, decode: Callable[[bytes], T], signed: bool = True) -> T:
+    """The typed result of ``raw``, or the error it carries. ``signed``: the request carried a
+    nonce (only then can a JSON 429 be a refused nonce).
 
     Raises :class:`RateLimited` / :class:`NonceRefused` for refusals the client retries itself,
     :class:`AnswerFormatError` for a success answer that cannot be read,
@@ -206,7 +213,7 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
         if data is not None:
             error = error_from_body(status, data)
             if error is not None:
-                _raise_error(error, headers)
+                _raise_error(error, headers, status)
         if unreadable is None:
             return result
         unreadable.status = status
@@ -223,7 +230,7 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
                 )
             )
         error = error_from_body(status, data)
-        if error is None or not _is_nonce_refusal(error.message):
+        if error is None or not signed or not _is_nonce_refusal(error.message):
             # A JSON 429 that is not about the nonce ("Too Many Attempts.", anything else):
             # a rate limit, which pauses the scope.
             raise RateLimited(
@@ -257,11 +264,11 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T]) -> T:
     error = error_from_body(status, data)
     if error is None:
         error = ApiError("unexpected error answer", status=status)
-    _raise_error(error, headers)
+    _raise_error(error, headers, status)
 
 
-def _raise_error(error: ApiError, headers: Mapping[str, str]) -> NoReturn:
+def _raise_error(error: ApiError, headers: Mapping[str, str], status: int) -> NoReturn:
     if isinstance(error, RateLimitError):
         error.retry_after = parse_retry_after(headers)
-        raise RateLimited(error)
+        raise RateLimited(error, refused=status >= 400)
     raise error

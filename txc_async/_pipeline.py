@@ -86,6 +86,10 @@ class RequestRecord:
         return not self.retried
 
 
+def _cannot_tell() -> bool:
+    return False
+
+
 def _error_kind(exc: BaseException) -> str:
     if isinstance(exc, RateLimited):
         return "rate_limited"
@@ -132,6 +136,11 @@ class Pipeline:
         self.transport = transport
         # Connection slots, when the transport has them (see ConnectionSlots).
         self.slots: ConnectionSlots | None = getattr(transport, "slots", None)
+        # Whether the request a task was sending when it ended certainly never left, when the
+        # transport can tell (else it may have reached the server).
+        self._sent_nothing: Callable[[], bool] = getattr(
+            transport, "sent_nothing", _cannot_tell
+        )
         agent = default_user_agent()
         self.user_agent = f"{user_agent} {agent}" if user_agent else agent
         self._plain_headers = {"User-Agent": self.user_agent}
@@ -223,6 +232,9 @@ class Pipeline:
         transport = self.transport
         slots = self.slots
         attempt = failures = rate_limited = nonce_refused = 0
+        # Whether an attempt of the call is with the transport now, and whether one may have
+        # reached the server: what close() says of a call it ends.
+        in_flight = reached = False
         headers: Mapping[str, str]
         body: bytes | None
         try:
@@ -310,6 +322,7 @@ class Pipeline:
                             )
                         stats.requests += 1
                         stats.by_scope[scope] += 1
+                        in_flight = True
                         raw = await transport.send(
                             op.method, request_url, headers=headers, body=body,
                             timeout=remaining,
@@ -318,6 +331,8 @@ class Pipeline:
                         if slots is not None:
                             slots.release()
                 except TransportError as exc:
+                    in_flight = False
+                    reached = reached or exc.may_have_reached_server
                     elapsed = _monotonic() - sent
                     limiter.settle(
                         admission,
@@ -340,9 +355,12 @@ class Pipeline:
                     await asyncio.sleep(delay)
                     continue
                 except BaseException:
-                    # Cancelled in flight: it may still arrive until its deadline.
-                    limiter.settle(admission, _NO_ANSWER)
+                    # Cancelled in flight: it may still arrive until its deadline, unless it
+                    # never had a connection.
+                    limiter.settle(admission, _NOT_SENT if self._sent_nothing() else _NO_ANSWER)
                     raise
+                in_flight = False
+                reached = True
                 elapsed = _monotonic() - sent
                 # Every answer's Date, bracketed by the send and answer times, refines the
                 # estimate of the server's clock; a refusal (429) that disagrees replaces it.
@@ -351,9 +369,13 @@ class Pipeline:
                     refused=raw.status == 429,
                 )
                 try:
-                    result = decode_answer(raw, op.decode)
+                    result = decode_answer(raw, op.decode, signed)
                 except RateLimited as signal:
-                    again = rate_limited < retry.max_rate_limit_retries
+                    # Sent again once the pause is over, unless it is a write the answer does
+                    # not show was refused (a throttling message in a success answer).
+                    again = rate_limited < retry.max_rate_limit_retries and (
+                        signal.refused or op.retry_safe
+                    )
                     pause = limiter.settle(admission, _RATE_LIMITED, signal.error.retry_after)
                     self._record(
                         op, attempt, raw.status, "rate_limited", waited, elapsed, body, raw,
@@ -429,7 +451,14 @@ class Pipeline:
                 # client): the cancellation goes on, as asked.
                 if task.uncancel() > 0:
                     raise
-                closed = TransportError("the client was closed while the call was under way")
+                # Its request may have reached the server if one was answered, or may have
+                # been sent; not when every attempt ended unsent and none was on its way.
+                maybe = reached or (in_flight and not self._sent_nothing())
+                closed = TransportError(
+                    "the client was closed while the call was under way"
+                    + ("" if maybe else "; its request was not sent"),
+                    may_have_reached_server=maybe,
+                )
                 closed._attach_operation(op.name)
                 raise closed from None
             raise

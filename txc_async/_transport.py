@@ -9,9 +9,13 @@ import errno
 import functools
 import math
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import NamedTuple, Protocol
 
 import aiohttp
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 from yarl import URL
 
 from ._errors import InvalidParameterError, RequestTimeout, TransportError
@@ -36,6 +40,31 @@ class RawResponse(NamedTuple):
 
 #: Builds a RawResponse from a tuple, without the generated ``__new__`` (a Python function).
 _raw_response = functools.partial(tuple.__new__, RawResponse)
+
+#: How far the request the current task is sending got with its connection: not to the
+#: connector yet (``_UNKNOWN``: nothing can be said of it), waiting for one (``_CONNECTING``:
+#: not a byte of the request has left this machine), or given one (``_CONNECTED``). Each task
+#: keeps its own value (a task runs in its own copy of the context).
+_UNKNOWN, _CONNECTING, _CONNECTED = 0, 1, 2
+_connection_stage: ContextVar[int] = ContextVar("txc_async_connection_stage", default=_UNKNOWN)
+
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's TCP connector, marking the moment a request has its connection.
+
+    A timeout (or a cancellation) that ends a request before then is one that was certainly not
+    sent: aiohttp reports both the same way, and only its own connect timeout, which a deadline
+    on the whole exchange never reaches, as a connection timeout.
+    """
+
+    async def connect(
+        self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
+    ) -> Connection:
+        _connection_stage.set(_CONNECTING)
+        connection = await super().connect(req, traces, timeout)
+        # Nothing runs between the return and this line: no cancellation can fall between.
+        _connection_stage.set(_CONNECTED)
+        return connection
 
 
 class Transport(Protocol):
@@ -137,6 +166,8 @@ class AiohttpTransport:
         self.slots: ConnectionSlots | None = ConnectionSlots(limit) if limit else None
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._owns_session = session is None
+        # An injected session's connector does not say when a request has its connection.
+        self._knows_connecting = session is None
         self._verify_tls = verify_tls
         self._closed = False
 
@@ -147,7 +178,7 @@ class AiohttpTransport:
         if session is None:
             # A request admitted by its budget may wait here for a connection; the timeout
             # covers that wait, so it still arrives before the deadline its budget counts.
-            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._verify_tls)
+            connector = _Connector(limit=self._max_connections, ssl=self._verify_tls)
             session = aiohttp.ClientSession(connector=connector)
             self._session = session
         return session
@@ -176,6 +207,9 @@ class AiohttpTransport:
             client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(
                 total=timeout, ceil_threshold=math.inf
             )
+        knows_connecting = self._knows_connecting
+        if knows_connecting:
+            _connection_stage.set(_UNKNOWN)
         failure: TransportError
         try:
             async with session.request(
@@ -206,7 +240,14 @@ class AiohttpTransport:
                 may_have_reached_server=False,
             )
         except TimeoutError:
-            failure = RequestTimeout(f"no answer within {timeout:g} s")
+            if knows_connecting and _connection_stage.get() == _CONNECTING:
+                # The deadline came before a connection: the request never left.
+                failure = RequestTimeout(
+                    f"no connection to {_where(url)} within {timeout:g} s",
+                    may_have_reached_server=False,
+                )
+            else:
+                failure = RequestTimeout(f"no answer within {timeout:g} s")
         except aiohttp.ClientConnectorError as exc:
             failure = TransportError(_connect_failure(exc, url), may_have_reached_server=False)
         except aiohttp.ClientResponseError as exc:
@@ -239,6 +280,14 @@ class AiohttpTransport:
                     "used in; make one client per event loop"
                 )
         raise failure
+
+    def sent_nothing(self) -> bool:
+        """True when the request the current task was sending when it ended (cancelled, say)
+        certainly never left this machine: it never had a connection. False when it may have
+        left, or when the transport cannot tell (an injected session)."""
+        # Only a request seen waiting for its connection: one the connector never saw (aiohttp
+        # reached it another way, say) is not known to be unsent.
+        return self._knows_connecting and _connection_stage.get() == _CONNECTING
 
     async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
         """The whole body of an answer of unknown length (chunked, or compressed: the limit is
