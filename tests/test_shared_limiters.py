@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from txc_async import Limiter, Outcome, RateLimit, RedisLimiter, SQLiteLimiter
+from txc_async._clock import NONCE_WINDOW_MS, NonceClock, ServerClock
 
 from ._arrival_server import ArrivalServer, excess
 from ._clocks import clock_ms
@@ -366,6 +367,20 @@ async def test_limiters_sharing_a_key_draw_distinct_increasing_nonces(
     assert no_nonce.nonce is None
 
 
+class BoundedClock:
+    """A nonce clock that answers have bounded: the server's time is ``offset`` ms from this
+    machine's, give or take ``half`` ms (what ``txc_async._clock.NonceClock`` gives)."""
+
+    def __init__(self, offset: int = 0, half: int = 50) -> None:
+        self.offset, self.half = offset, half
+
+    def __call__(self) -> int:
+        return clock_ms() + self.offset
+
+    def known_ceiling_ms(self) -> int:
+        return clock_ms() + self.offset + self.half + NONCE_WINDOW_MS
+
+
 async def test_the_nonce_follows_the_given_clock_and_a_counter_far_ahead_comes_back(
     limiter: Limiter,
 ) -> None:
@@ -373,13 +388,35 @@ async def test_the_nonce_follows_the_given_clock_and_a_counter_far_ahead_comes_b
     offset = 30_000  # the server's clock, 30 s ahead of this machine's
     ahead = await limiter.acquire("k", "s", limit, 5.0, lambda: clock_ms() + offset)
     assert ahead.nonce is not None and abs(ahead.nonce - (clock_ms() + offset)) < 1000
-    # The estimate is corrected: the counter lies 30 s past the clock now given.
+    # The estimate is corrected by answers: the counter lies 30 s past the clock now given,
+    # and far past the highest nonce the server can have accepted.
     began = time.monotonic()
-    back = await limiter.acquire("k", "s", limit, 5.0, clock_ms)
+    back = await limiter.acquire("k", "s", limit, 5.0, BoundedClock())
     waited = time.monotonic() - began
     assert back.nonce is not None and back.nonce > ahead.nonce - offset
     assert back.nonce - clock_ms() <= 4000  # within the lead the service allows
     assert waited < 1.5  # brought back to the window's edge, not 30 s of waiting
+
+
+@pytest.mark.parametrize("fresh", ["no answer yet", "plain function"])
+async def test_a_clock_that_bounds_nothing_never_lowers_the_counter(
+    store: SharedStore, fresh: str
+) -> None:
+    """The server's clock is 3.5 s ahead of this machine's. One process, whose answers showed
+    that, ran the key's counter 2 s ahead of the server in a burst; a process started meanwhile
+    has seen no answer and draws on this machine's clock. The server may have accepted every
+    value of the burst: the new process draws above them (after a short wait for the lead),
+    never among them."""
+    limit = RateLimit(10_000, 1)
+    bursting, starting = store.limiter(), store.limiter()
+    server = BoundedClock(offset=3_500)
+    first = await bursting.acquire("k", "s", limit, 5.0, server)
+    assert first.nonce is not None
+    used = server() + 2_000  # the burst's last value: 5.5 s past this machine's clock
+    await store.set_nonce_counter("k", used)
+    clock = NonceClock(ServerClock()) if fresh == "no answer yet" else clock_ms
+    admission = await asyncio.wait_for(starting.acquire("k", "s", limit, 5.0, clock), 5.0)
+    assert admission.nonce is not None and admission.nonce > used
 
 
 async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(

@@ -27,8 +27,10 @@ __all__ = [
     "NONCE_WINDOW_MS",
     "SYSTEM_CLOCK",
     "LocalClock",
+    "NonceClock",
     "ServerClock",
     "SystemClock",
+    "known_ceiling",
     "nonce_refusal_error",
     "parse_http_date",
     "server_clock_for",
@@ -202,10 +204,17 @@ class ServerClock:
 
     def ceiling_ms(self) -> int:
         """The highest nonce the server can have accepted so far: the latest its clock can read
-        now (the upper bound of the estimate) plus the nonce window."""
+        now (the upper bound of the estimate) plus the nonce window; before any answer, on the
+        wall clock that stands for the server's."""
+        known = self.known_ceiling_ms()
+        return _ms(self.local.time()) + NONCE_WINDOW_MS if known is None else known
+
+    def known_ceiling_ms(self) -> int | None:
+        """:meth:`ceiling_ms` where an answer bounds the server's clock, else None: before any
+        answer nothing bounds it (the server's clock may be ahead of this machine's)."""
         hi = self._hi
         if self._offset is None or hi == math.inf:
-            return _ms(self.local.time()) + NONCE_WINDOW_MS
+            return None
         mono = self.local.monotonic()
         return _ms(mono + hi + MAX_DRIFT * max(0.0, mono - self._hi_at)) + NONCE_WINDOW_MS
 
@@ -364,6 +373,35 @@ def server_clock_for(origin: str, local: LocalClock = SYSTEM_CLOCK) -> ServerClo
         if len(_recent) > KEPT_ESTIMATES:
             _recent.popitem(last=False)
         return clock
+
+
+class NonceClock:
+    """The clock a shared limiter draws a key's nonces on: called, the server's time now (ms)
+    as this process estimates it; :meth:`known_ceiling_ms`, the highest nonce the server can
+    have accepted so far, when an answer bounds its clock.
+
+    A shared counter far ahead of the clock comes back only to that ceiling: every value above
+    it was refused and never used, while values below it may have been accepted from any
+    process. Another process's estimate, or this machine's clock before any answer, is no
+    bound: the server's clock may be ahead of both.
+    """
+
+    __slots__ = ("_clock",)
+
+    def __init__(self, clock: ServerClock) -> None:
+        self._clock = clock
+
+    def __call__(self) -> int:
+        return self._clock.now_ms()
+
+    def known_ceiling_ms(self) -> int | None:
+        return self._clock.known_ceiling_ms()
+
+
+def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:
+    """The ceiling a nonce clock knows (see :class:`NonceClock`); None for a plain function."""
+    ceiling = getattr(nonce_clock, "known_ceiling_ms", None)
+    return None if ceiling is None else ceiling()
 
 
 def nonce_refusal_error(

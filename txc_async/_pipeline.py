@@ -19,7 +19,7 @@ import aiohttp
 from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
-from ._clock import ServerClock, nonce_refusal_error
+from ._clock import NonceClock, ServerClock, nonce_refusal_error
 from ._errors import ApiError, InvalidParameterError, RequestTimeout, TransportError, TxcError
 from ._operations import OPERATIONS, Auth, Operation
 from ._ratelimit import Limiter, Outcome, RateLimit
@@ -129,7 +129,7 @@ class Pipeline:
         }
         self.signer = signer
         self.server_clock = server_clock
-        self._nonce_clock = server_clock.now_ms
+        self._nonce_clock = NonceClock(server_clock)
         self.limiter = limiter
         self.key_id = key_id
         self.rate_limits = rate_limits

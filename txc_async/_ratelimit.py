@@ -171,7 +171,10 @@ class Limiter(Protocol):
 
         ``nonce_clock`` (milliseconds on the server-aligned clock) is given for signed requests:
         a backend shared by several processes then draws the request's nonce from one counter
-        per key and returns it in :attr:`Admission.nonce`.
+        per key and returns it in :attr:`Admission.nonce`. The client's clock also has
+        ``known_ceiling_ms()``: the highest nonce the server can have accepted so far, or None
+        while no answer bounds the server's clock; only down to it may a backend bring back a
+        counter left far ahead.
         """
         ...
 

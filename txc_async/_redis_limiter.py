@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
+from ._clock import known_ceiling
 from ._errors import TransportError
 from ._ratelimit import Admission, Outcome, RateLimit
 from ._shared_limiter import Budget, Entry, SharedLimiter, Verdict
@@ -37,10 +38,8 @@ if TYPE_CHECKING:
     from redis.asyncio.cluster import RedisCluster
     from redis.commands.core import AsyncScript
 
-__all__ = ["NONCE_WINDOW_MS", "RESEED_GRACE", "WATCH_INTERVAL", "RedisLimiter"]
+__all__ = ["RESEED_GRACE", "WATCH_INTERVAL", "RedisLimiter"]
 
-#: The service refuses a nonce more than this many milliseconds away from its clock.
-NONCE_WINDOW_MS = 5000
 #: While a process has anchors in a window, it checks the generation marker this often (seconds),
 #: so that it writes them back soon after the store lost its data.
 WATCH_INTERVAL = 0.1
@@ -124,7 +123,7 @@ local nonce = -1
 if ARGV[8] ~= '' then
   local clock = tonumber(ARGV[8])
   local lead = tonumber(ARGV[9])
-  local window = tonumber(ARGV[10])
+  local ceiling = tonumber(ARGV[10])
   local last = tonumber(redis.call('GET', KEYS[3]) or '')
   if not last and string.sub(gen, -1) == '1' then
     -- The store lost the counter: nonces drawn before may lie up to the lead past the clock,
@@ -133,13 +132,13 @@ if ARGV[8] ~= '' then
     redis.call('SET', KEYS[3], int(last), 'PX', ARGV[12])
   elseif not last then
     last = 0
-  elseif last > clock + window then
+  elseif ceiling and last > ceiling then
     -- Far ahead of the clock (a clock stepped back, or it ran fast when those nonces were
-    -- drawn): come back to the edge of the service's window. Every nonce the service ever
-    -- accepted lay within the window of its clock, which has only moved forward since, so
-    -- none lies beyond that edge; values past it were refused and never used, and new ones
-    -- start after it: no new nonce can repeat an accepted one.
-    last = clock + window
+    -- drawn): come back to the highest value the service can have accepted. Every nonce it
+    -- ever accepted lay within the window of its clock, which has only moved forward since,
+    -- so none lies beyond that ceiling; values past it were refused and never used. Without
+    -- a ceiling (no answer bounds the server's clock yet) nothing is lowered.
+    last = ceiling
     redis.call('SET', KEYS[3], int(last), 'PX', ARGV[12])
   end
   nonce = math.max(clock, last + 1)
@@ -564,10 +563,14 @@ class RedisLimiter(SharedLimiter):
         ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
         member = self._new_token()
         grace_us = round(RESEED_GRACE * 1_000_000)
-        clock_ms = "" if nonce_clock is None else str(int(nonce_clock()))
+        clock_ms = ceiling_ms = ""
+        if nonce_clock is not None:
+            clock_ms = str(int(nonce_clock()))
+            ceiling = known_ceiling(nonce_clock)
+            ceiling_ms = "" if ceiling is None else str(ceiling)
         args = [
             cap, per_us, timeout_us, member, state.generation, self._new_token(), grace_us,
-            clock_ms, MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS, ttl_ms, max(_KEY_TTL_MS, ttl_ms),
+            clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, ttl_ms, max(_KEY_TTL_MS, ttl_ms),
             int(state.knows_a_loss()),
         ]
         task = asyncio.current_task()

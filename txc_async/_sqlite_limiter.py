@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ._backoff import MAX_PAUSE
+from ._clock import known_ceiling
 from ._errors import TransportError
 from ._ratelimit import Admission, Outcome, RateLimit
-from ._redis_limiter import NONCE_WINDOW_MS
 from ._shared_limiter import Budget, Entry, SharedLimiter, Verdict
 from ._signing import MAX_NONCE_LEAD_MS
 
@@ -143,7 +143,6 @@ class SQLiteLimiter(SharedLimiter):
     ) -> Admission | Verdict:
         key_id, scope = budget.key_id, budget.scope
         per = limit.per_seconds
-        clock_ms = None if nonce_clock is None else int(nonce_clock())
         with self._transaction() as cursor:
             now = time.time()
             # Anchors stay for the longest window a client of the budget counts in, and each
@@ -181,18 +180,24 @@ class SQLiteLimiter(SharedLimiter):
                 at = row[0]
                 return Verdict(max(at + per - now, 1e-6), at > now)
             nonce: int | None = None
-            if clock_ms is not None:
+            if nonce_clock is not None:
+                # Read with the store locked: while this process waited for the lock, another
+                # may have drawn and used values up to its own clock.
+                clock_ms = int(nonce_clock())
+                ceiling = known_ceiling(nonce_clock)
                 row = cursor.execute(
                     "SELECT last FROM nonces WHERE key_id = ?", (key_id,)
                 ).fetchone()
                 last = 0 if row is None else int(row[0])
-                if last > clock_ms + NONCE_WINDOW_MS:
+                if ceiling is not None and last > ceiling:
                     # Far ahead of the clock (a clock stepped back, or it ran fast when those
-                    # nonces were drawn): come back to the edge of the service's window. Every
-                    # nonce the service ever accepted lay within the window of its clock, which
-                    # has only moved forward since, so none lies beyond that edge; values past
-                    # it were refused and never used, and new ones start after it.
-                    last = clock_ms + NONCE_WINDOW_MS
+                    # nonces were drawn): come back to the highest value the service can have
+                    # accepted. Every nonce it ever accepted lay within the window of its
+                    # clock, which has only moved forward since, so none lies beyond that
+                    # ceiling; values past it were refused and never used. Without a ceiling
+                    # (no answer yet bounds the server's clock) nothing is lowered: the server
+                    # may be ahead of this machine, and another process's values with it.
+                    last = ceiling
                     self._set_nonce(cursor, key_id, last)
                 nonce = max(clock_ms, last + 1)
                 if nonce - clock_ms > MAX_NONCE_LEAD_MS:
