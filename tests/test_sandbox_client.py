@@ -310,6 +310,52 @@ def _queued_bytes(listener: socket.socket) -> int:
     return total
 
 
+async def test_a_request_that_had_a_connection_never_counts_as_unsent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aiohttp sends a GET again on a new connection when the kept one turns out closed: the
+    first may have reached the server, so a deadline during the second connection does not
+    make the request unsent."""
+    import aiohttp
+
+    from txc_async._transport import AiohttpTransport, _connection_stage, _Connector
+
+    opened: list[int] = []
+
+    async def connect(self: Any, req: Any, traces: Any, timeout: Any) -> Any:
+        opened.append(1)
+        if len(opened) > 1:
+            await asyncio.sleep(30)  # the second connection never opens
+        return object()
+
+    monkeypatch.setattr(aiohttp.TCPConnector, "connect", connect)
+    transport = AiohttpTransport()
+
+    said: list[bool] = []
+
+    async def request() -> None:
+        _connection_stage.set(0)  # what send() does first
+        connector = _Connector()
+        try:
+            await connector.connect(None, [], None)  # type: ignore[arg-type]
+            await connector.connect(None, [], None)  # type: ignore[arg-type]
+        finally:
+            said.append(transport.sent_nothing())  # as the pipeline asks, in the same task
+
+    async def sent_nothing_after_cancel() -> bool:
+        task = asyncio.create_task(request())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return said.pop()
+
+    assert await sent_nothing_after_cancel() is False
+    # Cancelled during its first connection, it is unsent.
+    opened[:] = [1]
+    assert await sent_nothing_after_cancel() is True
+
+
 async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again() -> None:
     """The deadline of the whole exchange comes while the connection is still opening: the
     request never left, so the error says so and a write goes again (aiohttp reports it as any

@@ -60,7 +60,10 @@ class _Connector(aiohttp.TCPConnector):
     async def connect(
         self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
     ) -> Connection:
-        _connection_stage.set(_CONNECTING)
+        if _connection_stage.get() != _CONNECTED:
+            # A second connection for the same request (aiohttp sends a GET again when a kept
+            # connection turns out closed) leaves it connected: the first may have reached.
+            _connection_stage.set(_CONNECTING)
         connection = await super().connect(req, traces, timeout)
         # Nothing runs between the return and this line: no cancellation can fall between.
         _connection_stage.set(_CONNECTED)
