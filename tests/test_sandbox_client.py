@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import socket
 import time
 from decimal import Decimal
@@ -318,7 +319,7 @@ async def test_a_request_that_had_a_connection_never_counts_as_unsent_again(
     make the request unsent."""
     import aiohttp
 
-    from txc_async._transport import AiohttpTransport, _connection_stage, _Connector
+    from txc_async._transport import AiohttpTransport, _Connector, _request_record
 
     opened: list[int] = []
 
@@ -334,7 +335,7 @@ async def test_a_request_that_had_a_connection_never_counts_as_unsent_again(
     said: list[bool] = []
 
     async def request() -> None:
-        _connection_stage.set(0)  # what send() does first
+        _request_record.set([asyncio.current_task(), 0])  # what send() does first
         connector = _Connector()
         try:
             await connector.connect(None, [], None)  # type: ignore[arg-type]
@@ -354,6 +355,37 @@ async def test_a_request_that_had_a_connection_never_counts_as_unsent_again(
     # Cancelled during its first connection, it is unsent.
     opened[:] = [1]
     assert await sent_nothing_after_cancel() is True
+
+
+async def test_calls_in_tasks_sharing_one_context_never_take_each_other_s_connection(
+    sandbox: Sandbox,
+) -> None:
+    """Tasks may share one context (``create_task(..., context=ctx)``): a write that reached the
+    server and timed out is not taken for unsent because another call in that context is still
+    waiting for its connection."""
+    sandbox.faults.add(CREATE, "slow", delay=3.0)
+    port, held = _never_connecting()
+    writer = client_for(sandbox, timeout=1.0)
+    other = txc_async.Client(base_url=f"http://127.0.0.1:{port}", timeout=10.0)
+    shared = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    try:
+        write = loop.create_task(writer.create_mining_account(name="shared_ctx"), context=shared)
+        await asyncio.sleep(0.3)
+        waiting = loop.create_task(other.ping(), context=shared)
+        with pytest.raises(txc_async.RequestTimeout) as caught:
+            await write
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+    finally:
+        await writer.close()
+        await other.close()
+        for sock in held:
+            sock.close()
+    assert caught.value.may_have_reached_server is True
+    assert sandbox.stats.received[CREATE] == 1
+    assert writer.stats.requests == 1
 
 
 async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again() -> None:

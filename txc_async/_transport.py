@@ -10,7 +10,7 @@ import functools
 import math
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 from aiohttp.client_reqrep import ClientRequest
@@ -41,12 +41,16 @@ class RawResponse(NamedTuple):
 #: Builds a RawResponse from a tuple, without the generated ``__new__`` (a Python function).
 _raw_response = functools.partial(tuple.__new__, RawResponse)
 
-#: How far the request the current task is sending got with its connection: not to the
-#: connector yet (``_UNKNOWN``: nothing can be said of it), waiting for one (``_CONNECTING``:
-#: not a byte of the request has left this machine), or given one (``_CONNECTED``). Each task
-#: keeps its own value (a task runs in its own copy of the context).
+#: How far a request got with its connection: not to the connector yet (``_UNKNOWN``: nothing
+#: can be said of it), waiting for one (``_CONNECTING``: not a byte of it has left this
+#: machine), or given one (``_CONNECTED``).
 _UNKNOWN, _CONNECTING, _CONNECTED = 0, 1, 2
-_connection_stage: ContextVar[int] = ContextVar("txc_async_connection_stage", default=_UNKNOWN)
+#: The request the current task is sending, as ``[task, stage]``: the transport sets it, the
+#: connector (which aiohttp calls in the same task) moves its stage on. Tasks may share one
+#: context (``create_task(..., context=...)``): a record is only ever read or moved on by the
+#: task it names, so another task's request is never taken for this one's.
+_request_record: ContextVar[list[Any]] = ContextVar("txc_async_request_record")
+_current_task = asyncio.current_task
 
 
 class _Connector(aiohttp.TCPConnector):
@@ -60,13 +64,17 @@ class _Connector(aiohttp.TCPConnector):
     async def connect(
         self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
     ) -> Connection:
-        if _connection_stage.get() != _CONNECTED:
+        record = _request_record.get(None)
+        if record is not None and record[0] is not _current_task():
+            record = None  # another task's request, in a context the tasks share
+        if record is not None and record[1] != _CONNECTED:
             # A second connection for the same request (aiohttp sends a GET again when a kept
             # connection turns out closed) leaves it connected: the first may have reached.
-            _connection_stage.set(_CONNECTING)
+            record[1] = _CONNECTING
         connection = await super().connect(req, traces, timeout)
         # Nothing runs between the return and this line: no cancellation can fall between.
-        _connection_stage.set(_CONNECTED)
+        if record is not None:
+            record[1] = _CONNECTED
         return connection
 
 
@@ -210,9 +218,10 @@ class AiohttpTransport:
             client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(
                 total=timeout, ceil_threshold=math.inf
             )
-        knows_connecting = self._knows_connecting
-        if knows_connecting:
-            _connection_stage.set(_UNKNOWN)
+        record: list[Any] | None = None
+        if self._knows_connecting:
+            record = [_current_task(), _UNKNOWN]
+            _request_record.set(record)
         failure: TransportError
         try:
             async with session.request(
@@ -243,7 +252,7 @@ class AiohttpTransport:
                 may_have_reached_server=False,
             )
         except TimeoutError:
-            if knows_connecting and _connection_stage.get() == _CONNECTING:
+            if record is not None and record[1] == _CONNECTING:
                 # The deadline came before a connection: the request never left.
                 failure = RequestTimeout(
                     f"no connection to {_where(url)} within {timeout:g} s",
@@ -290,7 +299,10 @@ class AiohttpTransport:
         left, or when the transport cannot tell (an injected session)."""
         # Only a request seen waiting for its connection: one the connector never saw (aiohttp
         # reached it another way, say) is not known to be unsent.
-        return self._knows_connecting and _connection_stage.get() == _CONNECTING
+        if not self._knows_connecting:
+            return False
+        record = _request_record.get(None)
+        return record is not None and record[0] is _current_task() and record[1] == _CONNECTING
 
     async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
         """The whole body of an answer of unknown length (chunked, or compressed: the limit is
