@@ -513,6 +513,7 @@ async def test_iter_mining_rewards_from_a_future_start_without_end_is_refused(
 @pytest.mark.parametrize(("kwargs", "parameter", "fragment"), [
     ({"base_url": "http://127.0.0.1:abc"}, "base_url", "port from 1 to 65535"),
     ({"base_url": "http://127.0.0.1:99999"}, "base_url", "port from 1 to 65535"),
+    ({"base_url": "http://127.0.0.1:0"}, "base_url", "port from 1 to 65535"),
     ({"rate_limits": [("public", txc_async.RateLimit(1, 1))]}, "rate_limits", "mapping"),
     ({"limiter": "memory://"}, "limiter", "limiter_from_url"),
     ({"limiter": object()}, "limiter", "not object"),

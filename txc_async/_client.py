@@ -161,11 +161,11 @@ def _check_base_url(base_url: object) -> URL:
         raise InvalidParameterError("base_url", "must be a non-empty string such as 'https://...'")
     try:
         url = URL(base_url.rstrip("/"))
-        url.port  # noqa: B018 - a port that is not a number, or out of range, raises here
+        port = url.port  # a port that is not a number, or out of range, raises here
     except ValueError:
         # Refused outside the handler: the parsing error may quote the URL.
-        url = None
-    if url is None or url.scheme not in ("https", "http") or not url.host:
+        url, port = None, None
+    if url is None or url.scheme not in ("https", "http") or not url.host or port == 0:
         raise InvalidParameterError(
             "base_url", "must be an absolute http(s) URL with a host (and a port from 1 to 65535)"
         )
