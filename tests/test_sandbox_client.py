@@ -388,6 +388,32 @@ async def test_calls_in_tasks_sharing_one_context_never_take_each_other_s_connec
     assert writer.stats.requests == 1
 
 
+async def test_a_fresh_process_finding_a_shared_counter_far_ahead_asks_the_server_s_time(
+    sandbox: Sandbox, tmp_path: Any
+) -> None:
+    """A process whose clock ran an hour fast left the key's shared nonce counter an hour ahead
+    and ended. A process that has seen no answer knows no bound of the server's clock, so it
+    cannot bring the counter back: it asks the server's time (one ping) instead of waiting an
+    hour, then draws within the service's window."""
+    import sqlite3
+
+    from txc_async._clock import SystemClock
+
+    path = tmp_path / "limits.sqlite"
+    # Its own local clock: an estimate of the sandbox's clock no other test has fed.
+    c = client_for(sandbox, limiter=txc_async.SQLiteLimiter(path), timeout=3.0,
+                   clock=SystemClock())
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO nonces (key_id, last) VALUES (?, ?)",
+                   (c._pipeline.key_id, int(time.time() * 1000) + 3_600_000))
+    async with asyncio.timeout(10):
+        assert await c.main_balance()
+    await c.close()
+    assert sandbox.stats.received["/api/v4/public/ping"] == 1
+    assert sandbox.stats.received[BALANCE] == 1
+    assert sandbox.stats.nonce_refused == 0
+
+
 async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again() -> None:
     """The deadline of the whole exchange comes while the connection is still opening: the
     request never left, so the error says so and a write goes again (aiohttp reports it as any

@@ -419,6 +419,37 @@ async def test_a_clock_that_bounds_nothing_never_lowers_the_counter(
     assert admission.nonce is not None and admission.nonce > used
 
 
+class AskingClock:
+    """A process's clock before any answer: no bound, until it asks the server's time."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def __call__(self) -> int:
+        return clock_ms()
+
+    def known_ceiling_ms(self) -> int | None:
+        return clock_ms() + 50 + NONCE_WINDOW_MS if self.asked else None
+
+    async def learn(self, timeout: float) -> None:
+        self.asked += 1
+
+
+async def test_a_counter_far_ahead_of_a_clock_no_answer_bounds_makes_it_ask_the_server(
+    store: SharedStore, limiter: Limiter
+) -> None:
+    """A clock that ran an hour fast left the counter an hour ahead: a process that knows no
+    bound asks the server's time once, then brings the counter back and draws (not an hour's
+    wait)."""
+    limit = RateLimit(10_000, 1)
+    await limiter.acquire("k", "s", limit, 5.0, clock_ms)
+    await store.set_nonce_counter("k", clock_ms() + 3_600_000)
+    clock = AskingClock()
+    admission = await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0, clock), 5.0)
+    assert clock.asked == 1
+    assert admission.nonce is not None and admission.nonce - clock_ms() <= 4_000
+
+
 async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(
     store: SharedStore, limiter: Limiter
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import collections
+import contextlib
 import datetime
 import email.utils
 import functools
@@ -17,10 +18,10 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from ._errors import AuthenticationError
+from ._errors import AuthenticationError, TxcError
 
 __all__ = [
     "MAX_NONCE_LEAD_MS",
@@ -386,16 +387,27 @@ class NonceClock:
     bound: the server's clock may be ahead of both.
     """
 
-    __slots__ = ("_clock",)
+    __slots__ = ("_ask", "_clock")
 
-    def __init__(self, clock: ServerClock) -> None:
+    def __init__(
+        self, clock: ServerClock, ask: Callable[[float], Awaitable[object]] | None = None
+    ) -> None:
         self._clock = clock
+        self._ask = ask
 
     def __call__(self) -> int:
         return self._clock.now_ms()
 
     def known_ceiling_ms(self) -> int | None:
         return self._clock.known_ceiling_ms()
+
+    async def learn(self, timeout: float) -> None:
+        """Ask the server its time (an unsigned request within ``timeout`` seconds), so that its
+        answer bounds the clock: for a process that has seen no answer yet and finds a shared
+        counter ahead. A failure leaves the clock as it was."""
+        if self._ask is not None:
+            with contextlib.suppress(TxcError):
+                await self._ask(timeout)
 
 
 def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:

@@ -21,7 +21,7 @@ from yarl import URL
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from ._clock import NonceClock, ServerClock, nonce_refusal_error
 from ._errors import ApiError, InvalidParameterError, RequestTimeout, TransportError, TxcError
-from ._operations import OPERATIONS, Auth, Operation
+from ._operations import OPERATIONS, PING, Auth, Operation
 from ._ratelimit import Limiter, Outcome, RateLimit
 from ._retry import RetryPolicy
 from ._signing import Signer
@@ -86,6 +86,10 @@ class RequestRecord:
         return not self.retried
 
 
+#: The server's time is asked once, rate limits allowing: a failure leaves the draw waiting.
+_ASK_ONCE = RetryPolicy(max_retries=0)
+
+
 def _cannot_tell() -> bool:
     return False
 
@@ -129,7 +133,7 @@ class Pipeline:
         }
         self.signer = signer
         self.server_clock = server_clock
-        self._nonce_clock = NonceClock(server_clock)
+        self._nonce_clock = NonceClock(server_clock, self._ask_server_time)
         self.limiter = limiter
         self.key_id = key_id
         self.rate_limits = rate_limits
@@ -464,6 +468,11 @@ class Pipeline:
             raise
         finally:
             calls.discard(task)
+
+    async def _ask_server_time(self, timeout: float) -> None:
+        """One ping, whose answer's Date bounds the server's clock (a shared limiter asks for it
+        before it draws a nonce on a clock no answer has bounded)."""
+        await self.call(PING, {}, timeout, _ASK_ONCE)
 
     def _refusal(self, op: Operation[Any]) -> TxcError:
         """The error of a call refused before it starts: the client is closed, or the operation

@@ -143,7 +143,7 @@ if ARGV[8] ~= '' then
   end
   nonce = math.max(clock, last + 1)
   if nonce - clock > lead then
-    return {1, (nonce - clock - lead) * 1000, 0, gen}
+    return {3, (nonce - clock - lead) * 1000, 0, gen}
   end
   redis.call('SET', KEYS[3], int(nonce), 'PX', ARGV[12])
 end
@@ -594,9 +594,10 @@ class RedisLimiter(SharedLimiter):
         if status == 2:
             await self._reseed(state, generation)
             return Verdict(0.0, False)
-        if status == 1:
+        if status == 1 or status == 3:
             state.seen = time.monotonic()
-            return Verdict(value / 1_000_000, bool(extra))
+            # 3: the nonce counter is too far ahead of the clock given.
+            return Verdict(value / 1_000_000, bool(extra), status == 3)
         state.per[scope] = per_us
         state.ttl_ms[scope] = ttl_ms
         state.anchors.setdefault(scope, {})[member] = value + timeout_us

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
 from ._backoff import RefusalState
+from ._clock import known_ceiling
 from ._ratelimit import Admission, Outcome, RateLimit
 from ._scheduler import FifoTurns, _wake, sleep_unless_woken
 
@@ -29,11 +30,13 @@ IN_FLIGHT_RECHECK = 0.05
 
 
 class Verdict(NamedTuple):
-    """The store's answer when it did not admit: how long to wait, and whether requests in flight
-    (whose answers may come sooner) are what blocks."""
+    """The store's answer when it did not admit: how long to wait, whether requests in flight
+    (whose answers may come sooner) are what blocks, and whether the key's nonce counter is (it
+    is too far ahead of the clock this process gave)."""
 
     wait: float
     in_flight: bool
+    nonce: bool = False
 
 
 class Budget:
@@ -132,6 +135,7 @@ class SharedLimiter:
         counter; without it, no nonce."""
         budget = self._budget(key_id, scope)
         ticket = await budget.turns.enter()
+        asked_the_server = False
         try:
             while True:
                 refusals = budget.refusals
@@ -152,6 +156,16 @@ class SharedLimiter:
                     return verdict
                 if verdict.wait <= 0:
                     continue
+                if verdict.nonce and nonce_clock is not None and not asked_the_server:
+                    # The counter is ahead of this process's clock, which no answer has
+                    # bounded yet: it cannot tell a counter of another process's burst from
+                    # one a clock running fast left, nor bring the latter back. Ask the
+                    # server's time once (an unsigned request) and draw again.
+                    learn = getattr(nonce_clock, "learn", None)
+                    if learn is not None and known_ceiling(nonce_clock) is None:
+                        asked_the_server = True
+                        await learn(timeout)
+                        continue
                 if not verdict.in_flight:
                     await self._sleep(verdict.wait)
                     continue

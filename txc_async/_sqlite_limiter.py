@@ -201,7 +201,7 @@ class SQLiteLimiter(SharedLimiter):
                     self._set_nonce(cursor, key_id, last)
                 nonce = max(clock_ms, last + 1)
                 if nonce - clock_ms > MAX_NONCE_LEAD_MS:
-                    return Verdict((nonce - clock_ms - MAX_NONCE_LEAD_MS) / 1000, False)
+                    return Verdict((nonce - clock_ms - MAX_NONCE_LEAD_MS) / 1000, False, True)
                 self._set_nonce(cursor, key_id, nonce)
             deadline = now + timeout
             cursor.execute(
