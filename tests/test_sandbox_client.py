@@ -413,6 +413,21 @@ async def test_a_fresh_process_finding_a_shared_counter_far_ahead_asks_the_serve
     assert sandbox.stats.received[BALANCE] == 1
     assert sandbox.stats.nonce_refused == 0
 
+    # Closed while it asks: the call ends at once, its own request never sent.
+    sandbox.faults.add("/api/v4/public/ping", "slow", delay=5.0)
+    c = client_for(sandbox, limiter=txc_async.SQLiteLimiter(path), clock=SystemClock())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE nonces SET last = ? WHERE key_id = ?",
+                   (int(time.time() * 1000) + 3_600_000, c._pipeline.key_id))
+    call = asyncio.create_task(c.main_balance())
+    await asyncio.sleep(0.3)
+    async with asyncio.timeout(2):
+        await c.close()
+        with pytest.raises(TransportError) as caught:
+            await call
+    assert caught.value.may_have_reached_server is False
+    assert sandbox.stats.received[BALANCE] == 1
+
 
 async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again() -> None:
     """The deadline of the whole exchange comes while the connection is still opening: the

@@ -471,8 +471,11 @@ class Pipeline:
 
     async def _ask_server_time(self, timeout: float) -> None:
         """One ping, whose answer's Date bounds the server's clock (a shared limiter asks for it
-        before it draws a nonce on a clock no answer has bounded)."""
-        await self.call(PING, {}, timeout, _ASK_ONCE)
+        before it draws a nonce on a clock no answer has bounded).
+
+        A call of its own, in its own task: the call that asks is registered for ``close()``
+        under its task, and must stay so. Cancelling the asking call cancels the ping."""
+        await asyncio.ensure_future(self.call(PING, {}, timeout, _ASK_ONCE))
 
     def _refusal(self, op: Operation[Any]) -> TxcError:
         """The error of a call refused before it starts: the client is closed, or the operation
