@@ -393,7 +393,9 @@ class NonceClock:
         self, clock: ServerClock, ask: Callable[[float], Awaitable[object]] | None = None
     ) -> None:
         self._clock = clock
-        self._ask = ask
+        # Held weakly: ``ask`` is a method of the pipeline that holds this clock, and a cycle
+        # would leave every client to the garbage collector instead of freeing it on close.
+        self._ask = None if ask is None else weakref.WeakMethod(ask)
 
     def __call__(self) -> int:
         return self._clock.now_ms()
@@ -405,9 +407,10 @@ class NonceClock:
         """Ask the server its time (an unsigned request within ``timeout`` seconds), so that its
         answer bounds the clock: for a process that has seen no answer yet and finds a shared
         counter ahead. A failure leaves the clock as it was."""
-        if self._ask is not None:
+        ask = None if self._ask is None else self._ask()
+        if ask is not None:
             with contextlib.suppress(TxcError):
-                await self._ask(timeout)
+                await ask(timeout)
 
 
 def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:

@@ -193,11 +193,16 @@ def nonce_source_for(api_key: str, clock: ServerClock | None = None) -> NonceSou
 
 
 def _forget_passed_floors() -> None:
-    """Drop the floors the server-aligned clock has passed (called with the lock held)."""
-    for key, floor in list(_floors.items()):
+    """Drop the floors the server-aligned clock has passed (called with the lock held).
+
+    A source's finalizer writes its floor without the lock (it may run inside any allocation,
+    this function's included, when the garbage collector frees a client): the floors are read
+    from a copy, and one is dropped only if it is still the value read, with nothing that could
+    run a finalizer between that check and the removal."""
+    for key, floor in _floors.copy().items():
         clock = key[1] if key[1] is not None else _wall
-        if floor < clock.now_ms():
-            _floors.pop(key, None)
+        if floor < clock.now_ms() and _floors.get(key) == floor:
+            del _floors[key]
 
 
 class Signer:
