@@ -431,8 +431,9 @@ class AskingClock:
     def known_ceiling_ms(self) -> int | None:
         return clock_ms() + 50 + NONCE_WINDOW_MS if self.asked else None
 
-    async def learn(self, timeout: float) -> None:
+    async def learn(self, timeout: float) -> bool:
         self.asked += 1
+        return True
 
 
 async def test_a_counter_far_ahead_of_a_clock_no_answer_bounds_makes_it_ask_the_server(
@@ -448,6 +449,39 @@ async def test_a_counter_far_ahead_of_a_clock_no_answer_bounds_makes_it_ask_the_
     admission = await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0, clock), 5.0)
     assert clock.asked == 1
     assert admission.nonce is not None and admission.nonce - clock_ms() <= 4_000
+
+
+class Asker:
+    """What asks the server's time for a NonceClock: counts the asks, each taking ``takes``
+    seconds and teaching nothing (a server whose answers carry no usable Date)."""
+
+    def __init__(self, takes: float) -> None:
+        self.takes, self.asks = takes, 0
+
+    async def ask(self, timeout: float) -> None:
+        self.asks += 1
+        await asyncio.sleep(self.takes)
+
+
+@pytest.mark.parametrize("takes", [0.0, 30.0], ids=["taught-nothing", "never-answered"])
+async def test_the_server_s_time_is_asked_once_and_never_makes_a_draw_wait_longer(
+    store: SharedStore, limiter: Limiter, takes: float
+) -> None:
+    """A counter 5 s ahead of a clock no answer bounds: the plain wait is about a second. An
+    ask that never answers is given no more than that second; one that taught nothing is not
+    asked again, by later calls or by calls waiting at the same time."""
+    limit = RateLimit(10_000, 1)
+    await limiter.acquire("k", "s", limit, 5.0, clock_ms)
+    asker = Asker(takes)
+    clock = NonceClock(ServerClock(), asker.ask)
+    began = time.monotonic()
+    for _ in range(2):
+        await store.set_nonce_counter("k", clock_ms() + 5_000)
+        draws = [limiter.acquire("k", f"s{i}", limit, 5.0, clock) for i in range(3)]
+        admissions = await asyncio.wait_for(asyncio.gather(*draws), 10.0)
+        assert all(a.nonce is not None for a in admissions)
+    assert asker.asks == 1
+    assert time.monotonic() - began < 6.0  # two plain waits of about a second, and the draws
 
 
 async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(

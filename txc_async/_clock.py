@@ -7,6 +7,7 @@ answers, intersected, pin it down to a fraction of a second.
 
 from __future__ import annotations
 
+import asyncio
 import calendar
 import collections
 import contextlib
@@ -387,7 +388,7 @@ class NonceClock:
     bound: the server's clock may be ahead of both.
     """
 
-    __slots__ = ("_ask", "_clock")
+    __slots__ = ("_ask", "_asked", "_asking", "_clock")
 
     def __init__(
         self, clock: ServerClock, ask: Callable[[float], Awaitable[object]] | None = None
@@ -396,6 +397,8 @@ class NonceClock:
         # Held weakly: ``ask`` is a method of the pipeline that holds this clock, and a cycle
         # would leave every client to the garbage collector instead of freeing it on close.
         self._ask = None if ask is None else weakref.WeakMethod(ask)
+        self._asked = False
+        self._asking: asyncio.Future[None] | None = None
 
     def __call__(self) -> int:
         return self._clock.now_ms()
@@ -403,14 +406,33 @@ class NonceClock:
     def known_ceiling_ms(self) -> int | None:
         return self._clock.known_ceiling_ms()
 
-    async def learn(self, timeout: float) -> None:
+    async def learn(self, timeout: float) -> bool:
         """Ask the server its time (an unsigned request within ``timeout`` seconds), so that its
         answer bounds the clock: for a process that has seen no answer yet and finds a shared
-        counter ahead. A failure leaves the clock as it was."""
-        ask = None if self._ask is None else self._ask()
-        if ask is not None:
-            with contextlib.suppress(TxcError):
-                await ask(timeout)
+        counter ahead. Asked once: calls that come while it is under way wait for the same
+        answer, and once it has come (or failed: no answer, or none with a usable Date) it is
+        not asked again, since every later answer teaches the clock as well. True when an
+        answer was waited for; False when there is nothing to ask."""
+        asking = self._asking
+        if asking is None:
+            ask = None if self._ask is None else self._ask()
+            if self._asked or ask is None:
+                return False
+            self._asked = True
+            asking = self._asking = asyncio.ensure_future(_quietly(ask, timeout))
+        try:
+            # Shielded: one waiter given up (its own deadline) leaves the others theirs.
+            await asyncio.shield(asking)
+        finally:
+            if asking.done():
+                self._asking = None
+        return True
+
+
+async def _quietly(ask: Callable[[float], Awaitable[object]], timeout: float) -> None:
+    """``ask``, whose failure leaves the clock as it was."""
+    with contextlib.suppress(TxcError):
+        await ask(timeout)
 
 
 def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:

@@ -86,8 +86,9 @@ class RequestRecord:
         return not self.retried
 
 
-#: The server's time is asked once, rate limits allowing: a failure leaves the draw waiting.
-_ASK_ONCE = RetryPolicy(max_retries=0)
+#: The server's time is asked once: any answer, a refusal too, bounds the server's clock by its
+#: Date, and a failure leaves the draw to wait.
+_ASK_ONCE = RetryPolicy(max_retries=0, max_rate_limit_retries=0, max_nonce_retries=0)
 
 
 def _cannot_tell() -> bool:
@@ -473,9 +474,9 @@ class Pipeline:
         """One ping, whose answer's Date bounds the server's clock (a shared limiter asks for it
         before it draws a nonce on a clock no answer has bounded).
 
-        A call of its own, in its own task: the call that asks is registered for ``close()``
-        under its task, and must stay so. Cancelling the asking call cancels the ping."""
-        await asyncio.ensure_future(self.call(PING, {}, timeout, _ASK_ONCE))
+        The clock runs it as a task of its own (see ``NonceClock.learn``): the call that asks
+        is registered for ``close()`` under its own task, and must stay so."""
+        await self.call(PING, {}, timeout, _ASK_ONCE)
 
     def _refusal(self, op: Operation[Any]) -> TxcError:
         """The error of a call refused before it starts: the client is closed, or the operation

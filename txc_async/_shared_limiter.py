@@ -164,8 +164,14 @@ class SharedLimiter:
                     learn = getattr(nonce_clock, "learn", None)
                     if learn is not None and known_ceiling(nonce_clock) is None:
                         asked_the_server = True
-                        await learn(timeout)
-                        continue
+                        try:
+                            # Never longer than the wait it could spare.
+                            async with asyncio.timeout(verdict.wait):
+                                asked = await learn(timeout)
+                        except TimeoutError:
+                            asked = True  # the wait is over meanwhile
+                        if asked:
+                            continue
                 if not verdict.in_flight:
                     await self._sleep(verdict.wait)
                     continue
