@@ -20,7 +20,12 @@ import aiohttp
 from yarl import URL
 
 from ._clock import SYSTEM_CLOCK, LocalClock, server_clock_for
-from ._errors import InvalidParameterError, TransportError, TxcError, name_operations
+from ._errors import (
+    InvalidParameterError,
+    TxcError,
+    client_closed,
+    name_operations,
+)
 from ._limiter_url import limiter_from_url
 from ._models import (
     CollateralOrder,
@@ -407,9 +412,7 @@ class Client:
         # Not a coroutine itself: the method awaits the pipeline's directly, one level fewer to
         # resume on every wake-up of the exchange.
         if self._closed:
-            closed = TransportError("the client is closed", may_have_reached_server=False)
-            closed._attach_operation(op.name)
-            raise closed
+            raise client_closed(op.name)
         return self._pipeline.call(op, params, self._timeout, self._retry)
 
     # -- operations -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ __all__ = [
     "TransportError",
     "TxcError",
     "ValidationError",
+    "client_closed",
     "name_operations",
     "named_iterator",
 ]
@@ -202,6 +203,15 @@ def _answer_message(reason: str, write: bool) -> str:
             f"({reason}); the operation most likely took effect: check before repeating it"
         )
     return f"the answer could not be read ({reason})"
+
+
+def client_closed(operation: str | None = None) -> TransportError:
+    """The error of a call made on a closed client (or reaching a budget's admission once it
+    closed): nothing was sent. ``operation`` names the call."""
+    error = TransportError("the client is closed", may_have_reached_server=False)
+    if operation is not None:
+        error._attach_operation(operation)
+    return error
 
 
 class RequestTimeout(TransportError, asyncio.TimeoutError):

@@ -20,7 +20,14 @@ from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from ._clock import NonceClock, ServerClock, nonce_refusal_error
-from ._errors import ApiError, InvalidParameterError, RequestTimeout, TransportError, TxcError
+from ._errors import (
+    ApiError,
+    InvalidParameterError,
+    RequestTimeout,
+    TransportError,
+    TxcError,
+    client_closed,
+)
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._ratelimit import Limiter, Outcome, RateLimit
 from ._retry import RetryPolicy
@@ -258,7 +265,7 @@ class Pipeline:
                     waited = _monotonic() - began
                 if self.closed:
                     limiter.settle(admission, _NOT_SENT)
-                    raise TransportError("the client is closed", may_have_reached_server=False)
+                    raise client_closed()  # named with the others, below
                 nonce = None
                 if signed and signer is not None:
                     nonce = admission.nonce
@@ -481,13 +488,11 @@ class Pipeline:
     def _refusal(self, op: Operation[Any]) -> TxcError:
         """The error of a call refused before it starts: the client is closed, or the operation
         needs a key the client does not have."""
-        error: TxcError
         if self.closed:
-            error = TransportError("the client is closed", may_have_reached_server=False)
-        else:
-            error = InvalidParameterError(
-                "api_key", f"{op.name} is a private operation: give api_key and api_secret"
-            )
+            return client_closed(op.name)
+        error = InvalidParameterError(
+            "api_key", f"{op.name} is a private operation: give api_key and api_secret"
+        )
         error._attach_operation(op.name)
         return error
 

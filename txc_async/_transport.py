@@ -18,7 +18,7 @@ from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from ._errors import InvalidParameterError, RequestTimeout, TransportError
+from ._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
 
@@ -184,7 +184,7 @@ class AiohttpTransport:
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
-            raise TransportError("the client is closed", may_have_reached_server=False)
+            raise client_closed()
         session = self._session
         if session is None:
             # A request admitted by its budget may wait here for a connection; the timeout
