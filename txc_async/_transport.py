@@ -53,6 +53,13 @@ _request_record: ContextVar[list[Any]] = ContextVar("txc_async_request_record")
 _current_task = asyncio.current_task
 
 
+def _own_record() -> list[Any] | None:
+    """The record of the request the current task is sending, if it has one (never another
+    task's, in a context the tasks share)."""
+    record = _request_record.get(None)
+    return record if record is not None and record[0] is _current_task() else None
+
+
 class _Connector(aiohttp.TCPConnector):
     """aiohttp's TCP connector, marking the moment a request has its connection.
 
@@ -64,9 +71,7 @@ class _Connector(aiohttp.TCPConnector):
     async def connect(
         self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
     ) -> Connection:
-        record = _request_record.get(None)
-        if record is not None and record[0] is not _current_task():
-            record = None  # another task's request, in a context the tasks share
+        record = _own_record()
         if record is not None and record[1] != _CONNECTED:
             # A second connection for the same request (aiohttp sends a GET again when a kept
             # connection turns out closed) leaves it connected: the first may have reached.
@@ -176,9 +181,9 @@ class AiohttpTransport:
         #: The connection slots requests take before they go to aiohttp (None: unlimited).
         self.slots: ConnectionSlots | None = ConnectionSlots(limit) if limit else None
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        # Only a session made here has the connector that says when a request has its
+        # connection (see _Connector): an injected one's does not.
         self._owns_session = session is None
-        # An injected session's connector does not say when a request has its connection.
-        self._knows_connecting = session is None
         self._verify_tls = verify_tls
         self._closed = False
 
@@ -219,7 +224,7 @@ class AiohttpTransport:
                 total=timeout, ceil_threshold=math.inf
             )
         record: list[Any] | None = None
-        if self._knows_connecting:
+        if self._owns_session:
             record = [_current_task(), _UNKNOWN]
             _request_record.set(record)
         failure: TransportError
@@ -299,10 +304,10 @@ class AiohttpTransport:
         left, or when the transport cannot tell (an injected session)."""
         # Only a request seen waiting for its connection: one the connector never saw (aiohttp
         # reached it another way, say) is not known to be unsent.
-        if not self._knows_connecting:
+        if not self._owns_session:
             return False
-        record = _request_record.get(None)
-        return record is not None and record[0] is _current_task() and record[1] == _CONNECTING
+        record = _own_record()
+        return record is not None and record[1] == _CONNECTING
 
     async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
         """The whole body of an answer of unknown length (chunked, or compressed: the limit is
