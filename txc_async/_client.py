@@ -138,6 +138,10 @@ def _check_retry(retry: object) -> RetryPolicy:
     return retry
 
 
+def _has_methods(part: object, names: tuple[str, ...]) -> bool:
+    return all(callable(getattr(part, name, None)) for name in names)
+
+
 def _check_parts(limiter: object, transport: object) -> None:
     """A limiter and a transport must be objects of their kind: a mistake shows here, not at
     the first call (or at close)."""
@@ -147,14 +151,12 @@ def _check_parts(limiter: object, transport: object) -> None:
                 "limiter", "must be a limiter object; for a URL such as 'memory://' use "
                 "txc_async.limiter_from_url(url)"
             )
-        if not all(callable(getattr(limiter, name, None)) for name in _LIMITER_METHODS):
+        if not _has_methods(limiter, _LIMITER_METHODS):
             raise InvalidParameterError(
                 "limiter", "must be a txc_async limiter (InProcessLimiter, SQLiteLimiter, "
                 f"RedisLimiter) or have the Limiter methods, not {type(limiter).__name__}"
             )
-    if transport is not None and not all(
-        callable(getattr(transport, name, None)) for name in ("send", "aclose")
-    ):
+    if transport is not None and not _has_methods(transport, ("send", "aclose")):
         raise InvalidParameterError(
             "transport", f"must have the Transport methods send and aclose, not "
             f"{type(transport).__name__}"

@@ -74,12 +74,11 @@ def _parse_time(text: str, *, end_of_day: bool) -> int:
 
     A bare date means the start of that day in UTC, or its last second for ``--end``.
     """
-    seconds = _read_time(text.strip(), end_of_day)
+    text = text.strip()
+    seconds = _read_time(text, end_of_day)
     # The API's range, checked here so that a mistake is a usage error (exit status 2).
     if not 0 <= seconds <= MAX_UNIX_TIME:
-        raise argparse.ArgumentTypeError(
-            f"{text.strip()!r} is outside 1970-01-01 to 9999-12-31 (UTC)"
-        )
+        raise argparse.ArgumentTypeError(f"{text!r} is outside 1970-01-01 to 9999-12-31 (UTC)")
     return seconds
 
 
@@ -116,7 +115,7 @@ def _end(text: str) -> int:
 def last_whole_day_end(now: float | None = None) -> int:
     """The last second of the last whole UTC day: settled days do not change."""
     moment = time.time() if now is None else now
-    return int(moment) // 86_400 * 86_400 - 1
+    return int(moment) // DAY * DAY - 1
 
 
 def _whole(low: int, high: int) -> Callable[[str], int]:
@@ -450,9 +449,9 @@ async def _book_live(box: object, stop: asyncio.Event) -> None:
     book = box.rewards
     chance = random.Random(box.seed)
     while not stop.is_set():
-        today = int(time.time()) // 86_400 * 86_400
+        today = int(time.time()) // DAY * DAY
         book.book(chance.choice(book.names), today)
-        day = book.start + chance.randrange(max(1, book.count // book.per_day)) * 86_400
+        day = book.start + chance.randrange(max(1, book.count // book.per_day)) * DAY
         book.book(chance.choice(book.names), day)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
