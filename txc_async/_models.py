@@ -227,20 +227,19 @@ class OAuthToken(msgspec.Struct, frozen=True, repr_omit_defaults=False):
         """The granted scope names."""
         return [s.strip() for s in self.scope.split(",") if s.strip()]
 
-    def __repr__(self) -> str:
-        return (
-            f"OAuthToken(access_token='***', expires_in={self.expires_in!r}, "
-            f"refresh_token='***', scope={self.scope!r}, token_type={self.token_type!r})"
-        )
-
-    __str__ = __repr__
-
     def __rich_repr__(self) -> list[tuple[str, Any]]:
-        """What rich's pretty printer, log handler and tracebacks show: the tokens masked."""
+        """The fields as shown, the tokens masked: what rich's pretty printer, log handler and
+        tracebacks read, and what ``repr`` writes."""
         return [
             ("access_token", "***"), ("expires_in", self.expires_in), ("refresh_token", "***"),
             ("scope", self.scope), ("token_type", self.token_type),
         ]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.__rich_repr__())
+        return f"OAuthToken({shown})"
+
+    __str__ = __repr__
 
 
 # Envelopes of the wire answers; the client unwraps them.
