@@ -32,6 +32,7 @@ from ._redis_server import RedisServer, require_redis_server
 from .conftest import KEY, SECRET, decode_signed, fast_retry, requests_to
 
 BALANCE_PATH = "/api/v4/main-account/balance"
+PING_PATH = "/api/v4/public/ping"
 
 
 def http_date(seconds: float) -> str:
@@ -442,17 +443,100 @@ async def test_server_clock_off_first_call_succeeds_and_no_later_call_is_refused
         assert abs(client.clock_offset - offset) < 1.0
 
 
-@pytest.mark.parametrize("offset", [-30.0, 30.0])
-async def test_a_first_burst_against_an_offset_server_needs_one_refusal_per_call_at_most(
+@pytest.mark.parametrize("offset", [0.0, 7.0, -7.0, 30.0, -30.0])
+async def test_a_first_burst_against_an_offset_server_costs_one_refused_attempt_in_all(
     offset: float,
 ) -> None:
+    # The first signed request goes alone; the others wait for its answer, or for the server's
+    # time asked meanwhile (one ping): either corrects the estimate for all of them (the first
+    # request is refused once), or finds it right (no refusal).
     async with Sandbox(clock_offset=offset) as box, txc_async.Client(
         api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
         retry=RetryPolicy(max_nonce_retries=1),
     ) as client:
         await asyncio.gather(*(client.main_balance() for _ in range(100)))
-        assert box.stats.nonce_refused <= 100
+        assert box.stats.nonce_refused == (1 if offset else 0)
+        assert box.stats.received[BALANCE_PATH] == 100 + box.stats.nonce_refused
+        assert box.stats.received[PING_PATH] <= 1
         assert abs(client.clock_offset - offset) < 1.0
+
+
+async def test_a_first_request_left_unanswered_hands_its_turn_to_the_next() -> None:
+    async with Sandbox(clock_offset=30.0) as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+        retry=fast_retry(max_nonce_retries=1),
+    ) as client:
+        box.faults.add(BALANCE_PATH, "reset")  # the first request: no answer at all
+        box.faults.add(PING_PATH, "slow", delay=3.0)  # nor, for now, the server's time
+        started = time.monotonic()
+        await asyncio.gather(*(client.main_balance() for _ in range(20)))
+        # The next request went first: its refusal taught the clock to the rest, and the first
+        # one, sent again, drew on the corrected clock.
+        assert box.stats.nonce_refused == 1
+        assert time.monotonic() - started < 2.0
+
+
+async def test_a_slow_first_answer_holds_no_one_up_a_ping_tells_the_time() -> None:
+    async with Sandbox(clock_offset=30.0) as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+        retry=RetryPolicy(max_nonce_retries=1),
+    ) as client:
+        box.faults.add(BALANCE_PATH, "slow", delay=3.0)  # the first request's answer is late
+        first = asyncio.ensure_future(client.main_balance())
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await asyncio.gather(*(client.main_balance() for _ in range(20)))
+        # The others asked the server's time meanwhile (one ping), and drew on it.
+        assert time.monotonic() - started < 1.0
+        assert box.stats.received[PING_PATH] == 1
+        assert box.stats.nonce_refused == 0
+        await first  # drawn on this machine's clock: refused once, then signed again
+        assert box.stats.nonce_refused == 1
+
+
+async def test_a_request_waits_for_the_first_answer_no_longer_than_its_own_timeout() -> None:
+    async with Sandbox() as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+    ) as client:
+        box.faults.add(BALANCE_PATH, "slow", delay=3.0)
+        box.faults.add(PING_PATH, "slow", delay=3.0)
+        first = asyncio.ensure_future(client.main_balance())
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await client.with_options(timeout=0.5).main_balance()
+        assert 0.4 < time.monotonic() - started < 1.5
+        assert not first.done()
+        await first
+        assert box.stats.nonce_refused == 0
+
+
+async def test_the_first_answer_is_waited_for_only_in_the_loop_that_asked() -> None:
+    clock = ServerClock()
+    gate = clock.first_answer
+    asked: list[float] = []
+
+    async def ask(timeout: float) -> None:
+        asked.append(timeout)
+        await asyncio.sleep(3600)  # the server's time never comes
+
+    assert await gate.enter(clock, 1.0, ask)  # this loop's request goes first
+
+    def other_loop() -> tuple[bool, float]:
+        async def enter() -> tuple[bool, float]:
+            started = time.monotonic()
+            return await gate.enter(clock, 5.0, ask), time.monotonic() - started
+        return asyncio.run(enter())
+
+    went_first, waited = await asyncio.to_thread(other_loop)
+    assert not went_first and waited < 0.5  # another loop's request does not wait for it
+    assert not asked
+    waiter = asyncio.ensure_future(gate.enter(clock, 5.0, ask))
+    await asyncio.sleep(0.05)
+    assert not waiter.done() and len(asked) == 1
+    gate.leave(answered=False)  # no answer: the next request goes first
+    assert await waiter
+    gate.leave(answered=True)
+    assert gate.done and not await gate.enter(clock, 5.0, ask)
 
 
 async def test_a_server_clock_stepping_while_running_costs_one_refusal() -> None:

@@ -247,12 +247,19 @@ class Pipeline:
         # Whether an attempt of the call is with the transport now, and whether one may have
         # reached the server: what close() says of a call it ends.
         in_flight = reached = False
+        clock = self.server_clock
+        first_answer = clock.first_answer
+        # This call's request is the first signed one to the server, the others waiting for
+        # its answer (see FirstAnswer).
+        first = False
         headers: Mapping[str, str]
         body: bytes | None
         try:
             while True:
                 attempt += 1
                 waited = 0.0
+                if signed and not first and not first_answer.done:
+                    first = await first_answer.enter(clock, timeout, self._nonce_clock.learn)
                 admission = limiter.try_acquire(key_id, scope, limit, timeout)
                 if admission is None:
                     began = _monotonic()
@@ -314,7 +321,6 @@ class Pipeline:
                         slots.release()
                     limiter.settle(admission, _NOT_SENT)
                     raise
-                clock = self.server_clock
                 local = clock.local
                 clock_sent = local.monotonic()
                 sent = _monotonic()
@@ -345,6 +351,9 @@ class Pipeline:
                 except TransportError as exc:
                     in_flight = False
                     reached = reached or exc.may_have_reached_server
+                    if first:
+                        first_answer.leave(answered=False)
+                        first = False
                     elapsed = _monotonic() - sent
                     limiter.settle(
                         admission,
@@ -380,6 +389,9 @@ class Pipeline:
                     clock_sent, local.monotonic(), raw.headers.get("Date"),
                     refused=raw.status == 429,
                 )
+                if first:
+                    first_answer.leave(answered=True)
+                    first = False
                 try:
                     result = decode_answer(raw, op.decode, signed)
                 except RateLimited as signal:
@@ -476,6 +488,8 @@ class Pipeline:
             raise
         finally:
             calls.discard(task)
+            if first:
+                first_answer.leave(answered=False)
 
     async def _ask_server_time(self, timeout: float) -> None:
         """One ping, whose answer's Date bounds the server's clock (a shared limiter asks for it
