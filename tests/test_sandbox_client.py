@@ -27,6 +27,7 @@ from txc_async.sandbox import Sandbox
 
 BALANCE = "/api/v4/main-account/balance"
 ORDER = "/api/v4/order/collateral/stop-limit"
+PING = "/api/v4/public/ping"
 CREATE = "/api/v4/mining/accounts/create"
 OAUTH = "/oauth2/refresh_token"
 REWARDS = "/api/v4/mining/rewards"
@@ -281,6 +282,22 @@ async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sa
     assert all(str(r).endswith("; its request was not sent") for r in unsent)
 
 
+@pytest.mark.parametrize("retries", [0, 2])
+async def test_a_get_reset_after_it_was_read_arrives_once_per_request_the_budget_counts(
+    sandbox: Sandbox, retries: int
+) -> None:
+    # aiohttp sends a GET again by itself after a reset; the client's connector stops that
+    # second send, so that every arrival is one its budget admitted.
+    sandbox.faults.add(PING, "reset", times=100)
+    c = client_for(sandbox, retry=RetryPolicy(max_retries=retries, backoff_base=0.0))
+    try:
+        results = await asyncio.gather(*(c.ping() for _ in range(10)), return_exceptions=True)
+    finally:
+        await c.close()
+    assert all(isinstance(r, TransportError) and r.may_have_reached_server for r in results)
+    assert sandbox.stats.received[PING] == 10 * (1 + retries) == c.stats.by_scope["public"]
+
+
 def _never_connecting() -> tuple[int, list[socket.socket]]:
     """A port on 127.0.0.1 whose connections never open: its listener's queue is full and never
     accepted from, so the kernel drops new connection attempts. The sockets, to close after."""
@@ -312,12 +329,12 @@ def _queued_bytes(listener: socket.socket) -> int:
     return total
 
 
-async def test_a_request_that_had_a_connection_never_counts_as_unsent_again(
+async def test_a_request_that_had_a_connection_is_never_connected_again_nor_unsent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """aiohttp sends a GET again on a new connection when the kept one turns out closed: the
-    first may have reached the server, so a deadline during the second connection does not
-    make the request unsent."""
+    """aiohttp sends a GET again on a new connection when the first closed before the answer:
+    the first may have reached the server, so the connector refuses the second connection (the
+    request ends as the first ended), and the request never counts as unsent."""
     import aiohttp
 
     from txc_async._transport import AiohttpTransport, _Connector, _request_record
@@ -326,36 +343,43 @@ async def test_a_request_that_had_a_connection_never_counts_as_unsent_again(
 
     async def connect(self: Any, req: Any, traces: Any, timeout: Any) -> Any:
         opened.append(1)
-        if len(opened) > 1:
-            await asyncio.sleep(30)  # the second connection never opens
+        await asyncio.sleep(30 if len(opened) > 1 else 0)  # a first connection, or never one
         return object()
 
     monkeypatch.setattr(aiohttp.TCPConnector, "connect", connect)
     transport = AiohttpTransport()
 
-    said: list[bool] = []
-
-    async def request() -> None:
+    async def request() -> bool:
         _request_record.set([asyncio.current_task(), 0])  # what send() does first
         connector = _Connector()
-        try:
+        await connector.connect(None, [], None)  # type: ignore[arg-type]
+        with pytest.raises(aiohttp.ServerDisconnectedError):
             await connector.connect(None, [], None)  # type: ignore[arg-type]
-            await connector.connect(None, [], None)  # type: ignore[arg-type]
-        finally:
-            said.append(transport.sent_nothing())  # as the pipeline asks, in the same task
+        return transport.sent_nothing()  # as the pipeline asks, in the same task
 
-    async def sent_nothing_after_cancel() -> bool:
-        task = asyncio.create_task(request())
+    assert await request() is False
+    assert len(opened) == 1  # the second connection was never asked of aiohttp
+
+    # Cancelled during its first connection, it is unsent.
+    async def cancelled_while_connecting() -> bool:
+        said: list[bool] = []
+
+        async def first() -> None:
+            _request_record.set([asyncio.current_task(), 0])
+            try:
+                await _Connector().connect(None, [], None)  # type: ignore[arg-type]
+            finally:
+                said.append(transport.sent_nothing())
+
+        opened[:] = [1]
+        task = asyncio.create_task(first())
         await asyncio.sleep(0.05)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
         return said.pop()
 
-    assert await sent_nothing_after_cancel() is False
-    # Cancelled during its first connection, it is unsent.
-    opened[:] = [1]
-    assert await sent_nothing_after_cancel() is True
+    assert await cancelled_while_connecting() is True
 
 
 async def test_calls_in_tasks_sharing_one_context_never_take_each_other_s_connection(

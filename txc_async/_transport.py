@@ -65,16 +65,22 @@ class _Connector(aiohttp.TCPConnector):
 
     A timeout (or a cancellation) that ends a request before then is one that was certainly not
     sent: aiohttp reports both the same way, and only its own connect timeout, which a deadline
-    on the whole exchange never reaches, as a connection timeout.
+    on the whole exchange never reaches, as a connection timeout. It also refuses a second
+    connection for one request, with which aiohttp would send a GET again out of the budget's
+    sight.
     """
 
     async def connect(
         self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
     ) -> Connection:
         record = _own_record()
-        if record is not None and record[1] != _CONNECTED:
-            # A second connection for the same request (aiohttp sends a GET again when a kept
-            # connection turns out closed) leaves it connected: the first may have reached.
+        if record is not None:
+            if record[1] == _CONNECTED:
+                # A second connection for the same request: aiohttp sends a GET again by itself
+                # when its connection closed or was reset before the answer. The first may
+                # have reached the server, and the budget counts it once: the request ends
+                # here, as the first ended, and only the client sends it again.
+                raise aiohttp.ServerDisconnectedError()
             record[1] = _CONNECTING
         connection = await super().connect(req, traces, timeout)
         # Nothing runs between the return and this line: no cancellation can fall between.
