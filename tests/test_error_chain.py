@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -354,3 +355,76 @@ def test_every_error_survives_pickling_whole() -> None:
         assert vars(copy) == vars(error)
     timeout = pickle.loads(pickle.dumps(txc_async.RequestTimeout("late")))
     assert isinstance(timeout, TimeoutError)
+
+
+class EchoTransport:
+    """A server that quotes back, in its error answer, everything the request carried: the
+    signing headers, the body and, for the OAuth form, each field as sent and decoded."""
+
+    def __init__(self, status: int, shape: str) -> None:
+        self.status = status
+        self.shape = shape
+
+    async def send(
+        self, method: str, url: Any, *, headers: Mapping[str, str] | None, body: bytes | None,
+        timeout: float,
+    ) -> RawResponse:
+        quoted = [body.decode() if body else "", *(headers or {}).values()]
+        if url.path == OAUTH and body:
+            quoted += [value for pair in urllib.parse.parse_qsl(body.decode())
+                       for value in pair]
+        text = " | ".join(quoted)
+        answer: object
+        if self.shape == "private":
+            answer = {"code": 1, "message": f"refused {text}", "errors": {"token": [text]}}
+        elif self.shape == "oauth":
+            answer = {"data": {"token": [f"Invalid token {text}."]}}
+        elif self.shape == "list":
+            answer = {"error": [f"failed for {text}"]}
+        else:  # a success answer that does not fit: kept in AnswerFormatError.body
+            answer = {"unexpected": text}
+        return RawResponse(self.status, {"Date": "Sun, 22 Nov 2026 10:00:00 GMT"},
+                           json.dumps(answer).encode())
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("status", "shape"), [
+    (400, "oauth"), (401, "private"), (422, "private"), (429, "private"), (500, "list"),
+    (503, "list"), (200, "private"), (200, "unexpected"),
+])
+@pytest.mark.parametrize("operation", ["main_balance", "order", "oauth"])
+async def test_what_a_server_quotes_back_from_the_request_is_masked(
+    status: int, shape: str, operation: str
+) -> None:
+    # A secret with characters that form encoding and JSON escaping both change.
+    client_secret, refresh_token = 'cs/Se+cr"et=&1', "rt-Refresh-Token-456"
+    transport = EchoTransport(status, shape)
+    sent: set[str] = {KEY, SECRET, client_secret, refresh_token}
+
+    async with txc_async.Client(
+        api_key=KEY, api_secret=SECRET, base_url="https://api.example.test",
+        transport=transport, retry=NO_RETRY, limiter=txc_async.InProcessLimiter(),
+    ) as client:
+        original = transport.send
+
+        async def send(method: str, url: Any, **kwargs: Any) -> RawResponse:
+            for name in ("X-TXC-SIGNATURE", "X-TXC-PAYLOAD"):
+                if name in (kwargs["headers"] or {}):
+                    sent.add(kwargs["headers"][name])
+            return await original(method, url, **kwargs)
+
+        transport.send = send  # type: ignore[method-assign]
+        calls: dict[str, Callable[[], Any]] = {
+            "main_balance": client.main_balance,
+            "order": lambda: client.collateral_stop_limit_order(**ORDER_ARGS),
+            "oauth": lambda: client.refresh_oauth_token(
+                client_id="app", client_secret=client_secret, refresh_token=refresh_token),
+        }
+        err = await _raised(calls[operation])
+    spellings = set()
+    for secret in sent:
+        spellings |= {secret, urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1]}
+    assert_clean(err, spellings)
+    assert "***" in reachable_text(err)  # the answer was quoted, with the secrets masked

@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import json
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from types import CodeType, FrameType
 from typing import Any, ParamSpec, TypeVar
 
@@ -22,6 +24,7 @@ __all__ = [
     "TxcError",
     "ValidationError",
     "client_closed",
+    "mask_secrets",
     "name_operations",
     "named_iterator",
 ]
@@ -212,6 +215,73 @@ def client_closed(operation: str | None = None) -> TransportError:
     if operation is not None:
         error._attach_operation(operation)
     return error
+
+
+#: The shortest secret :func:`mask_secrets` masks.
+MIN_MASKED = 6
+
+
+def _spellings(secret: str) -> set[str]:
+    """How a server quoting ``secret`` back may spell it: as sent, form-encoded, or escaped in
+    JSON text."""
+    return {
+        secret,
+        urllib.parse.quote_plus(secret),
+        urllib.parse.quote(secret, safe=""),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
+
+
+def mask_secrets(error: BaseException, secrets: Iterable[str]) -> None:
+    """Replace ``secrets`` (what a request carried that must never be shown: the API key, the
+    signature and payload, OAuth secrets and tokens) with ``***`` wherever a server's answer
+    quoted them into ``error``: its arguments and attributes, and those of every exception
+    reachable from it (``__cause__``, ``__context__``, an attribute holding one)."""
+    spellings: set[str] = set()
+    for secret in secrets:
+        # A value of a few characters cannot be told from the words around it (and no real
+        # credential is that short): masking it would garble the message, not protect it.
+        if len(secret) >= MIN_MASKED:
+            spellings |= _spellings(secret)
+    if not spellings:
+        return
+    # Longest first: a secret's form-encoded spelling may contain the secret itself.
+    texts = sorted(spellings, key=len, reverse=True)
+    raw = [text.encode() for text in texts]
+    seen: set[int] = set()
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for text in texts:
+                if text in value:
+                    value = value.replace(text, "***")
+            return value
+        if isinstance(value, bytes):
+            for text_bytes in raw:
+                if text_bytes in value:
+                    value = value.replace(text_bytes, b"***")
+            return value
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(clean(v) for v in value)
+        if isinstance(value, BaseException):
+            walk(value)
+        return value
+
+    def walk(exc: BaseException | None) -> None:
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            exc.args = clean(exc.args)
+            state = getattr(exc, "__dict__", None)
+            if state is not None:
+                for name, value in list(state.items()):
+                    state[name] = clean(value)
+            walk(exc.__cause__)
+            exc = exc.__context__
+
+    walk(error)
 
 
 class RequestTimeout(TransportError, asyncio.TimeoutError):

@@ -60,6 +60,8 @@ class Operation(Generic[R]):
     #: True when re-sending after the request may have reached the server cannot do harm.
     retry_safe: bool
     decode: Callable[[bytes], R]
+    #: Parameters whose values are secrets (masked wherever an answer quotes them).
+    secret_params: tuple[str, ...] = ()
 
 
 def _same(value: R) -> R:
@@ -125,6 +127,7 @@ REFRESH_OAUTH_TOKEN: Operation[OAuthToken] = Operation(
     "refresh_oauth_token", "POST", "/oauth2/refresh_token", "refresh_oauth_token", Auth.FORM,
     False,
     AnswerDecoder(_OAuthEnvelope, _oauth, write=True, secret_answer=True),
+    secret_params=("client_secret", "token"),
 )
 
 OPERATIONS: tuple[Operation[Any], ...] = (

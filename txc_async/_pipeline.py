@@ -27,6 +27,7 @@ from ._errors import (
     TransportError,
     TxcError,
     client_closed,
+    mask_secrets,
 )
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._ratelimit import Limiter, Outcome, RateLimit
@@ -52,6 +53,7 @@ _ANSWERED = Outcome.ANSWERED
 _RATE_LIMITED = Outcome.RATE_LIMITED
 _NOT_SENT = Outcome.NOT_SENT
 _NO_ANSWER = Outcome.NO_ANSWER
+_SIGNING_HEADERS = ("X-TXC-APIKEY", "X-TXC-PAYLOAD", "X-TXC-SIGNATURE")
 
 
 def default_user_agent() -> str:
@@ -252,7 +254,7 @@ class Pipeline:
         # This call's request is the first signed one to the server, the others waiting for
         # its answer (see FirstAnswer).
         first = False
-        headers: Mapping[str, str]
+        headers: Mapping[str, str] | None = None
         body: bytes | None
         try:
             while True:
@@ -466,6 +468,9 @@ class Pipeline:
                 return result
         except TxcError as exc:
             exc._attach_operation(op.name)
+            if signed or op.secret_params:
+                # A server may quote what it was sent in its error text.
+                mask_secrets(exc, self._secrets(op, params, headers if signed else None))
             raise
         except asyncio.CancelledError:
             if task in self.ended_by_close:
@@ -498,6 +503,16 @@ class Pipeline:
         The clock runs it as a task of its own (see ``NonceClock.learn``): the call that asks
         is registered for ``close()`` under its own task, and must stay so."""
         await self.call(PING, {}, timeout, _ASK_ONCE)
+
+    def _secrets(
+        self, op: Operation[Any], params: Mapping[str, Any], headers: Mapping[str, str] | None
+    ) -> list[str]:
+        """What a request of ``op`` carried that no error may show: the API key, the signature
+        and payload of its last signed attempt, and its secret parameters."""
+        secrets = [str(params[name]) for name in op.secret_params if name in params]
+        if headers is not None:
+            secrets += [headers.get(name, "") for name in _SIGNING_HEADERS]
+        return secrets
 
     def _refusal(self, op: Operation[Any]) -> TxcError:
         """The error of a call refused before it starts: the client is closed, or the operation
