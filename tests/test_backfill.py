@@ -271,3 +271,74 @@ def test_every_record_maps_to_the_job_whose_range_holds_it() -> None:
         mine = [j.index for j in jobs if plan.mine(j)]
         assert mine == list(range(1, len(jobs), 3))
         assert plan.job_of(WireReward("x", "1", "1", "0", "1", "", START - 1)) is None
+
+
+@pytest.mark.parametrize(("name", "content", "fmt"), [
+    ("sales.csv", b"region,amount\nnorth,100\nsouth,250", "csv"),
+    ("report.jsonl", b'{"miningAccountName":"a","totalReward":"1","reward":"1","fee":"0",'
+                     b'"fppsRate":"1","hashRate":"h","date":1704067200}\n{"event":"login"}\n'
+                     b'{"event":"lo', "jsonl"),
+    ("notes.txt", b"remember to renew the certificate soon", "jsonl"),
+    ("notes.csv", b"remember to renew the certificate soon", "csv"),
+    ("binary.csv", b"miningAccountName,totalReward\n\xff\xfe\x00", "csv"),
+])
+async def test_a_file_that_is_not_a_reward_output_is_refused_and_left_as_it_is(
+    mocked: aioresponses, client: txc_async.Client, tmp_path: Path,
+    name: str, content: bytes, fmt: Any,
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(OutputFileError, match="not"):
+        await backfill_to_file(client, start=START, end=START + 10 * DAY - 1, path=path,
+                               fmt=fmt)
+    assert path.read_bytes() == content
+    assert not path.with_name(name + ".progress").exists()
+    assert not requests_to(mocked, REWARDS_PATH)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+async def test_an_output_cut_mid_line_without_its_progress_file_is_repaired(
+    mocked: aioresponses, client: txc_async.Client, tmp_path: Path, fmt: Any
+) -> None:
+    rows = make_rewards(accounts=3, days=30)
+    serve_rewards(mocked, rows)
+    path = tmp_path / f"out.{fmt}"
+    args: dict[str, Any] = {"start": START, "end": START + 30 * DAY - 1, "path": path,
+                            "fmt": fmt}
+    with pytest.raises(Interrupt):
+        await backfill_to_file(client, **args, concurrency=2, on_progress=_stop_after(2))
+    path.with_name(path.name + ".progress").unlink()
+    with path.open("ab") as handle:
+        handle.write(b'{"miningAccountName":"acc_0' if fmt == "jsonl" else b"acc_001,0.1")
+    await backfill_to_file(client, **args, concurrency=2)
+    got = _read(path, fmt)
+    assert sorted(got) == sorted(keys(rows)) and len(got) == len(set(got))
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+async def test_a_run_through_another_name_of_the_same_output_is_refused(
+    mocked: aioresponses, client: txc_async.Client, tmp_path: Path, link: str
+) -> None:
+    import os
+
+    from txc_async._export import OutputLockedError, _paths
+    from txc_async._lock import OutputLock
+
+    serve_rewards(mocked, make_rewards(accounts=2, days=10))
+    real = tmp_path / "out.jsonl"
+    args: dict[str, Any] = {"start": START, "end": START + 10 * DAY - 1}
+    await backfill_to_file(client, **args, path=real)
+    other = tmp_path / "other.jsonl"
+    if link == "symbolic":
+        other.symlink_to(real)
+    else:
+        os.link(real, other)
+    before = real.read_bytes()
+    # A run writing it under its own name holds its lock meanwhile.
+    with OutputLock(_paths(real, "jsonl")[1], real), pytest.raises(
+        OutputLockedError, match="is being written by"
+    ):
+        await backfill_to_file(client, **args, path=other)
+    assert real.read_bytes() == before
+    again = await backfill_to_file(client, **args, path=other)  # once it is free, it is done
+    assert again.records_written == 0 and real.read_bytes() == before

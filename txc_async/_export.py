@@ -319,7 +319,7 @@ def _prepare(
             "its last line was cut" if not ends_whole(out)
             else f"it held {lines:,} rows where {expected:,} were written"
         )
-    if has_rows and repair_torn_tail(out) and repaired is None:
+    if has_rows and repair_torn_tail(out, fmt) and repaired is None:
         repaired = "its last line was cut"
     rows: Iterable[WireReward] = read_rows(out, fmt) if has_rows else ()
     cursors, counts, total, names = _cursors_from_rows(plan, jobs, rows, done)
@@ -383,7 +383,9 @@ def _prepare_parquet(
 
 
 def _paths(out: Path, fmt: Format) -> tuple[Path, Path]:
-    """The state file and the lock file of an output."""
+    """The state file and the lock file of an output, named after the file ``out`` leads to:
+    runs that reach one output through a symbolic link and its target share them."""
+    out = out.resolve()
     if fmt == "parquet":
         return out / "_progress", out / ".lock"
     return out.with_name(out.name + ".progress"), out.with_name(out.name + ".lock")

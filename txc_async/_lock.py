@@ -35,7 +35,9 @@ def _lock_exclusively(fd: int) -> None:
 
 
 class OutputLock:
-    """An exclusive ``flock`` on ``lock_path`` naming its holder; a context manager.
+    """An exclusive ``flock`` on ``lock_path`` naming its holder, and one on the output file
+    itself when it exists (the file, whatever name leads to it: a hard link too); a context
+    manager.
 
     The lock file is never removed: removing it would let a third process lock a new file while
     the second still holds the old one.
@@ -45,6 +47,7 @@ class OutputLock:
         self.lock_path = lock_path
         self.output = output
         self._fd: int | None = None
+        self._output_fd: int | None = None
 
     def acquire(self) -> None:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -65,8 +68,34 @@ class OutputLock:
         os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} "
                       f"(since {started})\n".encode(), 0)
         self._fd = fd
+        if sys.platform != "win32" and self.output.is_file():
+            try:
+                self._output_fd = self._lock_output()
+            except BaseException:
+                self.release()
+                raise
+
+    def _lock_output(self) -> int:
+        """The output file's own lock: a run that reached it by another name (a hard link)
+        holds another lock file, but the same file."""
+        fd = os.open(self.output, os.O_RDONLY)
+        try:
+            _lock_exclusively(fd)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputLockedError(
+                f"{self.output} is being written by another process, through another name "
+                "(a link to the same file); wait for it to finish or stop it, then rerun"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def release(self) -> None:
+        if self._output_fd is not None:
+            output_fd, self._output_fd = self._output_fd, None
+            os.close(output_fd)
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.ftruncate(fd, 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -29,6 +29,11 @@ __all__ = [
 CSV_COLUMNS = (
     "miningAccountName", "totalReward", "reward", "fee", "fppsRate", "hashRate", "date",
 )
+#: How every output begins: the CSV header, or a JSON row's first field.
+_OUTPUT_START = {
+    "csv": (",".join(CSV_COLUMNS) + "\n").encode(),
+    "jsonl": b'{"miningAccountName":',
+}
 _encode = msgspec.json.Encoder().encode
 _decode_row = msgspec.json.Decoder(WireReward).decode
 
@@ -92,10 +97,17 @@ def ends_whole(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def repair_torn_tail(path: Path) -> bool:
-    """Cut a last line that an interruption left without its newline; whether one was cut."""
+def repair_torn_tail(path: Path, fmt: Literal["jsonl", "csv"]) -> bool:
+    """Cut a last line that an interruption left without its newline; whether one was cut.
+
+    Only from a reward output: every whole line before it must be a reward row (or the CSV
+    header), and a file of one cut line must begin as an output does. Any other file is
+    refused (:class:`OutputFileError`) and left as it is."""
     if ends_whole(path):
         return False
+    with path.open("rb") as handle:
+        for _ in _rows(path, fmt, _whole_lines(handle, path, fmt)):
+            pass
     with path.open("rb+") as handle:
         pos = handle.seek(0, os.SEEK_END)
         while pos > 0:
@@ -113,33 +125,59 @@ def repair_torn_tail(path: Path) -> bool:
     return True
 
 
+def _whole_lines(handle: BinaryIO, path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[bytes]:
+    """The lines of a file whose last line was cut, less that line; a file of that line alone
+    must begin as an output begins (the CSV header, or a JSON row's first field)."""
+    for number, line in enumerate(handle, 1):
+        if line.endswith(b"\n"):
+            yield line
+        elif number == 1 and not _OUTPUT_START[fmt].startswith(line[: len(_OUTPUT_START[fmt])]):
+            raise OutputFileError(
+                f"{path}: its one line (without a newline) is not the start of a reward output"
+            )
+
+
+def read_rows(path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[WireReward]:
+    """The rows of the file, one at a time (the file may hold millions)."""
+    with path.open("rb") as handle:
+        yield from _rows(path, fmt, handle)
+
+
+def _rows(path: Path, fmt: Literal["jsonl", "csv"], lines: Iterable[bytes]
+          ) -> Iterator[WireReward]:
+    if fmt == "jsonl":
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                yield _decode_row(line)
+            except msgspec.MsgspecError:
+                raise OutputFileError(f"{path}: line {number} is not a reward row") from None
+        return
+    # A CSV output holds one row per line (a line break in a field is refused when written).
+    reader = csv.reader(_text(path, lines))
+    header = next(reader, None)
+    if header is not None and tuple(header) != CSV_COLUMNS:
+        raise OutputFileError(f"{path}: the first line is not the reward CSV header")
+    for number, row in enumerate(reader, 2):
+        try:
+            account, total, reward, fee, rate, hashrate, date = row
+            yield WireReward(account, total, reward, fee, rate, hashrate, int(date))
+        except ValueError:
+            raise OutputFileError(f"{path}: line {number} is not a reward row") from None
+
+
+def _text(path: Path, lines: Iterable[bytes]) -> Iterator[str]:
+    for number, line in enumerate(lines, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise OutputFileError(f"{path}: line {number} is not UTF-8 text") from None
+
+
 def count_lines(path: Path) -> int:
     lines = 0
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 20):
             lines += chunk.count(b"\n")
     return lines
-
-
-def read_rows(path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[WireReward]:
-    """The rows of the file, one at a time (the file may hold millions)."""
-    with path.open("rb") as handle:
-        if fmt == "jsonl":
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield _decode_row(line)
-                except msgspec.MsgspecError:
-                    raise OutputFileError(f"{path}: line {number} is not a reward row") from None
-            return
-        reader = csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))
-        header = next(reader, None)
-        if header is not None and tuple(header) != CSV_COLUMNS:
-            raise OutputFileError(f"{path}: the first line is not the reward CSV header")
-        for number, row in enumerate(reader, 2):
-            try:
-                account, total, reward, fee, rate, hashrate, date = row
-                yield WireReward(account, total, reward, fee, rate, hashrate, int(date))
-            except ValueError:
-                raise OutputFileError(f"{path}: line {number} is not a reward row") from None
