@@ -499,3 +499,46 @@ async def test_a_burst_waits_rather_than_run_the_nonce_past_the_lead(
     # Once the clock moves on, it goes.
     moved = await limiter.acquire("k", "s", limit, 5.0, lambda: frozen + 2)
     assert moved.nonce == frozen + 4001
+
+
+async def test_a_nonce_drawn_before_a_long_wait_for_a_connection_is_drawn_again(
+    limiter: Limiter,
+) -> None:
+    """The store draws the nonce at admission; a request that then waits for a connection
+    longer than a nonce may age (slow answers hold every connection) is admitted again for a
+    new one, so what leaves is never more than MAX_NONCE_AGE_MS behind the server's clock (a
+    wait past the 5 s window was refused at the server)."""
+    import base64
+    import json
+
+    import aiohttp
+
+    import txc_async
+    from txc_async._clock import MAX_NONCE_AGE_MS
+    from txc_async.sandbox import Sandbox
+
+    late: list[int] = []
+
+    async def on_request_start(session: Any, context: Any,
+                               params: aiohttp.TraceRequestStartParams) -> None:
+        payload = params.headers.get("X-TXC-PAYLOAD")
+        if payload is not None:
+            nonce = int(json.loads(base64.b64decode(payload))["nonce"])
+            late.append(round(time.time() * 1000) - nonce)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    async with Sandbox() as box, aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=1), trace_configs=[trace]
+    ) as session:
+        client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
+                                  base_url=box.url, limiter=limiter, session=session)
+        await client.main_balance()  # an answer bounds the server's clock
+        late.clear()
+        box.faults.add("/api/v4/main-account/balance", "slow", delay=0.8, times=2)
+        await asyncio.gather(*(client.main_balance() for _ in range(3)))
+        await client.close()
+    # The third waited 1.6 s for the one connection: its first nonce was too old by then.
+    assert len(late) == 3
+    assert max(late) < MAX_NONCE_AGE_MS, late
+    assert box.stats.nonce_refused == 0

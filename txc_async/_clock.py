@@ -45,6 +45,10 @@ logger = logging.getLogger("txc_async")
 NONCE_WINDOW_MS = 5000
 #: How far (ms) the nonce counter may run ahead of the server's clock before callers wait.
 MAX_NONCE_LEAD_MS = 4000
+#: How far (ms) behind the server's clock a nonce drawn before a wait (for a connection) may be
+#: when it leaves: it keeps at least the part of the window a fresh nonce keeps for its trip
+#: when the counter runs the full lead ahead. An older one is drawn again.
+MAX_NONCE_AGE_MS = NONCE_WINDOW_MS - MAX_NONCE_LEAD_MS
 #: Kept free (ms) between the lead plus the estimate's uncertainty and the window.
 _MARGIN_MS = 100
 #: Up to this uncertainty (s) the full lead fits in the window.
@@ -221,6 +225,14 @@ class ServerClock:
             return None
         mono = self.local.monotonic()
         return _ms(mono + hi + MAX_DRIFT * max(0.0, mono - self._hi_at)) + NONCE_WINDOW_MS
+
+    def oldest_nonce_ms(self) -> int:
+        """The oldest nonce a request leaving now may carry (see ``MAX_NONCE_AGE_MS``): the
+        server's time as estimated, at the latest it can read, less that age."""
+        now_ms, lead = self.reading()
+        # The lead shrinks by as much as the estimate's uncertainty grows: that is how far the
+        # server's clock may be past the estimate.
+        return now_ms + (MAX_NONCE_LEAD_MS - lead) - MAX_NONCE_AGE_MS
 
     def lead_ms(self) -> int:
         """How far (ms) a nonce may be ahead of :meth:`now_ms`: ``MAX_NONCE_LEAD_MS``, shortened

@@ -305,11 +305,32 @@ class Pipeline:
                         limiter.settle(admission, _NOT_SENT)
                         attempt -= 1
                         continue
-                    if signed and signer is not None and admission.nonce is None:
-                        # Drawn again now that it leaves (the one drawn before is never used).
-                        fresh = signer.nonces.try_next()
-                        if fresh is not None:
-                            nonce = fresh
+                    if signed and signer is not None and nonce is not None:
+                        if admission.nonce is None:
+                            # Drawn again now that it leaves (the one drawn before is never
+                            # used).
+                            fresh = signer.nonces.try_next()
+                            if fresh is not None:
+                                nonce = fresh
+                            elif nonce < clock.oldest_nonce_ms():
+                                # None to spare now, and the one drawn before is too old to
+                                # send: it waits for the next like any other request.
+                                slots.release()
+                                limiter.settle(admission, _NOT_SENT)
+                                attempt -= 1
+                                continue
+                        elif nonce < clock.oldest_nonce_ms():
+                            # The shared store drew it at admission, and the wait made it too
+                            # old to send: admitted again for a new one, keeping the connection.
+                            limiter.settle(admission, _NOT_SENT)
+                            try:
+                                admission = await limiter.acquire(
+                                    key_id, scope, limit, timeout, self._nonce_clock
+                                )
+                            except BaseException:
+                                slots.release()
+                                raise
+                            nonce = admission.nonce
                 try:
                     if signed and signer is not None and nonce is not None:
                         body, signed_headers = signer.sign(op.path, params, nonce)
