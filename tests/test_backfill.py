@@ -342,3 +342,19 @@ async def test_a_run_through_another_name_of_the_same_output_is_refused(
     assert real.read_bytes() == before
     again = await backfill_to_file(client, **args, path=other)  # once it is free, it is done
     assert again.records_written == 0 and real.read_bytes() == before
+
+
+@pytest.mark.parametrize(("call", "parameter"), [
+    ({"accounts": []}, "accounts"),
+    ({"client": "not a client"}, "client"),
+])
+async def test_backfill_arguments_are_refused_before_anything_is_sent(
+    mocked: aioresponses, client: txc_async.Client, call: dict[str, Any], parameter: str
+) -> None:
+    args: dict[str, Any] = {"start": START, "end": START + 10 * DAY - 1, **call}
+    target = args.pop("client", client)
+    with pytest.raises(InvalidParameterError) as caught:
+        async for _ in txc_async.backfill_mining_rewards(target, **args):
+            pass
+    assert caught.value.parameter == parameter
+    assert not requests_to(mocked, REWARDS_PATH)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
@@ -546,6 +547,37 @@ def test_client_settings_are_checked() -> None:
         txc_async.Client(rate_limits={"nope": txc_async.RateLimit(1, 1)})
     for url in ("http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:5"):
         txc_async.Client(base_url=url, limiter=RecordingLimiter())
+
+
+@pytest.mark.parametrize(("settings", "parameter"), [
+    ({"verify_tls": "no"}, "verify_tls"),
+    ({"verify_tls": 0}, "verify_tls"),
+    ({"session": object()}, "session"),
+    ({"clock": object()}, "clock"),
+])
+def test_settings_of_the_wrong_kind_are_refused_when_the_client_is_made(
+    settings: dict[str, Any], parameter: str
+) -> None:
+    with pytest.raises(InvalidParameterError) as caught:
+        txc_async.Client(base_url="http://127.0.0.1:9", limiter=RecordingLimiter(), **settings)
+    assert caught.value.parameter == parameter
+
+
+@pytest.mark.parametrize(("settings", "parameter"), [
+    ({"backoff_base": math.inf}, "backoff_base"),
+    ({"backoff_cap": math.inf}, "backoff_cap"),
+    ({"max_retry_after": math.inf}, "max_retry_after"),
+    ({"backoff_base": math.nan}, "backoff_base"),
+    ({"backoff_cap": True}, "backoff_cap"),
+    ({"max_retries": -1}, "max_retries"),
+    ({"random": 0.5}, "random"),
+])
+def test_a_retry_policy_without_a_bound_is_refused(
+    settings: dict[str, Any], parameter: str
+) -> None:
+    with pytest.raises(InvalidParameterError) as caught:
+        txc_async.RetryPolicy(**settings)
+    assert caught.value.parameter == parameter
 
 
 def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:

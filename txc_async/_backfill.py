@@ -196,9 +196,13 @@ async def run_reward_jobs(
 
 
 def check_backfill_args(
-    start: object, end: object, accounts: object, concurrency: object
+    client: object, start: object, end: object, accounts: object, concurrency: object
 ) -> tuple[int, int, list[str] | None, int]:
     """The backfill's arguments checked and normalised."""
+    if not callable(getattr(client, "_rewards_page", None)):
+        raise InvalidParameterError(
+            "client", f"must be a txc_async.Client, not {type(client).__name__}"
+        )
     if start is None:
         raise InvalidParameterError("start", "is required")
     if end is None:
@@ -217,7 +221,10 @@ def check_backfill_args(
             if name not in names:
                 names.append(name)
         if not names:
-            names = None
+            # An empty list (from an empty configuration, say) is no request for every account.
+            raise InvalidParameterError(
+                "accounts", "must name at least one account (None: every account)"
+            )
     return lo, hi, names, check_int_range("concurrency", concurrency, 1, 256)
 
 
@@ -232,16 +239,17 @@ async def backfill_mining_rewards(
 ) -> AsyncGenerator[MiningReward, None]:
     """Every mining reward dated ``start..end`` (inclusive) exactly once, fetched concurrently.
 
-    Without ``accounts`` the rewards of every account of the key come back, each naming its
-    account. Records arrive as pages complete, not in date order. Each piece is walked as
-    ``txc_async._walk.walk_rewards`` explains, so rewards booked while the backfill runs never
-    come back twice; once every piece is done, a check (see ``txc_async._ledger``) returns what
-    the server booked behind the walks meanwhile: every reward the server holds in the range
-    when the check begins comes back, once. Memory: at most ``3 * concurrency`` pages are held
-    at once, plus per worker the records of one date (see the walk), plus for the check 24
-    bytes per record, its date and digest (2.4 MB per 100,000 records).
+    Without ``accounts`` (None) the rewards of every account of the key come back, each naming
+    its account; an empty list is refused. Records arrive as pages complete, not in date order.
+    Each piece is walked as ``txc_async._walk.walk_rewards`` explains, so rewards booked while
+    the backfill runs never come back twice; once every piece is done, a check (see
+    ``txc_async._ledger``) returns what the server booked behind the walks meanwhile: every
+    reward the server holds in the range when the check begins comes back, once. Memory: at most
+    ``3 * concurrency`` pages are held at once, plus per worker the records of one date (see the
+    walk), plus for the check 24 bytes per record, its date and digest (2.4 MB per 100,000
+    records).
     """
-    lo, hi, names, workers = check_backfill_args(start, end, accounts, concurrency)
+    lo, hi, names, workers = check_backfill_args(client, start, end, accounts, concurrency)
     jobs = plan_reward_jobs(lo, hi, names)
     ledger: RewardLedger[MiningReward] = RewardLedger()
     for job in jobs:

@@ -247,6 +247,17 @@ class Client:
                 "user_agent", "must be 1 to 200 printable ASCII characters, e.g. 'mybot/1.2'"
             )
         _check_parts(limiter, transport)
+        if not isinstance(verify_tls, bool):
+            raise InvalidParameterError("verify_tls", "must be True or False")
+        if session is not None and not isinstance(session, aiohttp.ClientSession):
+            raise InvalidParameterError(
+                "session", f"must be an aiohttp.ClientSession, not {type(session).__name__}"
+            )
+        if clock is not None and not _has_methods(clock, ("time", "monotonic")):
+            raise InvalidParameterError(
+                "clock", "must have the methods time() (the wall clock) and monotonic() (a "
+                f"clock that never steps), not {type(clock).__name__}"
+            )
         if on_request is not None and not callable(on_request):
             raise InvalidParameterError("on_request", "must be a callable taking a RequestRecord")
         base = _check_base_url(base_url)

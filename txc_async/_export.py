@@ -422,7 +422,9 @@ async def backfill_to_file(
     """Backfill rewards of ``start..end`` into ``path`` (a directory for Parquet), resuming or
     extending what an earlier run left. ``shard=(i, n)`` takes the ``i``-th of ``n`` fixed shares
     of the pieces, for ``n`` machines sharing one range."""
-    start, end, names, concurrency = check_backfill_args(start, end, accounts, concurrency)
+    start, end, names, concurrency = check_backfill_args(
+        client, start, end, accounts, concurrency
+    )
     fmt, shard = _check(fmt, shard)
     wanted = RewardPlan(start, end, tuple(names or ()), shard=shard)
     if fmt == "parquet":
@@ -614,7 +616,9 @@ async def backfill_to_stream(
 ) -> BackfillSummary:
     """Stream the rewards of ``start..end`` to ``stream`` as JSON lines, page by page (no state,
     no resume): for pipelines such as ``| jq`` or ``| duckdb``."""
-    start, end, names, concurrency = check_backfill_args(start, end, accounts, concurrency)
+    start, end, names, concurrency = check_backfill_args(
+        client, start, end, accounts, concurrency
+    )
     _, shard = _check("jsonl", shard)
     plan = RewardPlan(start, end, tuple(names or ()), shard=shard)
     mine = [job for job in plan.jobs() if plan.mine(job)]

@@ -6,7 +6,12 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["RetryPolicy"]
+from ._errors import InvalidParameterError
+
+__all__ = ["MAX_WAIT", "RetryPolicy"]
+
+#: The longest wait (seconds) a retry policy may set: a day.
+MAX_WAIT = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +26,8 @@ class RetryPolicy:
     - ``max_nonce_retries``: re-sends, freshly signed, after the server refused a nonce.
     - Backoff: ``backoff_base * 2**attempt`` seconds, capped at ``backoff_cap``, times a jitter
       factor in [0.5, 1.0]; a Retry-After from the server is honoured up to ``max_retry_after``.
+      Each of the three is a number of seconds from 0 to a day (``MAX_WAIT``): a retried call
+      never waits without end.
     """
 
     max_retries: int = 3
@@ -35,11 +42,19 @@ class RetryPolicy:
         for name in ("max_retries", "max_rate_limit_retries", "max_nonce_retries"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name}: must be an integer of at least 0")
+                raise InvalidParameterError(name, "must be an integer of at least 0")
         for name in ("backoff_base", "backoff_cap", "max_retry_after"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or not value >= 0:
-                raise ValueError(f"{name}: must be a number of at least 0")
+            if (
+                isinstance(value, bool) or not isinstance(value, int | float)
+                or not 0 <= value <= MAX_WAIT
+            ):
+                # A wait without end (infinity) would hold a retried call for ever.
+                raise InvalidParameterError(
+                    name, f"must be a number of seconds from 0 to {MAX_WAIT:g}"
+                )
+        if not callable(self.random):
+            raise InvalidParameterError("random", "must be a callable returning a float in [0, 1)")
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before re-send number ``attempt + 1`` (``attempt`` counts from 0)."""
