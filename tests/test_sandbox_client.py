@@ -606,3 +606,63 @@ async def test_backfill_from_the_sandbox_across_the_offset_bound_is_exactly_once
     }
     assert len(got) == len(set(got)) == len(expected) == 25_200
     assert set(got) == expected
+
+
+async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent() -> None:
+    """A request that waited for a connection draws its nonce again; when none is to spare at
+    that moment and the one drawn before has aged past MAX_NONCE_AGE_MS, it goes back to wait
+    for the next one instead of sending the old one."""
+    import base64
+    import json
+    import time
+
+    import aiohttp
+
+    from txc_async._clock import MAX_NONCE_AGE_MS
+
+    late: list[int] = []
+
+    async def on_request_start(session: Any, context: Any,
+                               params: aiohttp.TraceRequestStartParams) -> None:
+        payload = params.headers.get("X-TXC-PAYLOAD")
+        if payload is not None:
+            nonce = int(json.loads(base64.b64decode(payload))["nonce"])
+            late.append(round(time.time() * 1000) - nonce)
+
+    class Scarce:
+        """The key's nonce source, with none to spare at once once ``scarce`` is set."""
+
+        def __init__(self, source: Any) -> None:
+            self.source = source
+            self.scarce = False
+
+        def try_next(self) -> int | None:
+            return None if self.scarce else self.source.try_next()
+
+        async def next(self) -> int:
+            return int(await self.source.next())
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.source, name)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    async with Sandbox() as box, aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=1), trace_configs=[trace]
+    ) as session:
+        client = txc_async.Client(api_key=box.api_key, api_secret=box.api_secret,
+                                  base_url=box.url, session=session)
+        await client.main_balance()  # an answer bounds the server's clock
+        signer = client._pipeline.signer
+        assert signer is not None
+        nonces = Scarce(signer.nonces)
+        signer.nonces = nonces  # type: ignore[assignment]
+        late.clear()
+        box.faults.add(BALANCE, "slow", delay=0.8, times=2)
+        calls = [asyncio.ensure_future(client.main_balance()) for _ in range(3)]
+        await asyncio.sleep(0.2)  # all three admitted, with their nonces drawn
+        nonces.scarce = True
+        await asyncio.gather(*calls)
+        await client.close()
+    assert len(late) == 3 and max(late) < MAX_NONCE_AGE_MS, late
+    assert box.stats.nonce_refused == 0
