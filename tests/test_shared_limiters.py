@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -542,3 +543,29 @@ async def test_a_nonce_drawn_before_a_long_wait_for_a_connection_is_drawn_again(
     assert len(late) == 3
     assert max(late) < MAX_NONCE_AGE_MS, late
     assert box.stats.nonce_refused == 0
+
+
+async def test_requests_that_wait_for_connections_and_budget_at_once_never_stall(
+    limiter: Limiter,
+) -> None:
+    """Slow answers hold both connections and the budget is spent: requests whose nonces aged
+    while they waited for a connection draw new ones from the store without giving up their
+    place or holding a connection through a wait for budget (which stalled every request for
+    about three timeouts)."""
+    import txc_async
+    from txc_async.sandbox import Sandbox
+
+    limits = {"mining_hashrate": RateLimit(5, 1.0)}
+    async with Sandbox(rate_limits=limits) as box:
+        box.faults.add("/api/v4/mining/hashrate", "slow", delay=0.75, times=100)
+        async with txc_async.Client(
+            box.api_key, box.api_secret, base_url=box.url, limiter=limiter,
+            rate_limits=limits, max_connections=2, timeout=10.0,
+        ) as client:
+            started = time.monotonic()
+            await asyncio.gather(*(client.mining_hashrate() for _ in range(16)))
+            took = time.monotonic() - started
+        arrivals = box.stats.arrivals["mining_hashrate"]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert took < 12.0 and max(gaps) < 2.0, (took, gaps)
+    assert box.stats.nonce_refused == 0 and box.stats.rate_limited == 0

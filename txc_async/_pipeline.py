@@ -321,16 +321,23 @@ class Pipeline:
                                 continue
                         elif nonce < clock.oldest_nonce_ms():
                             # The shared store drew it at admission, and the wait made it too
-                            # old to send: admitted again for a new one, keeping the connection.
-                            limiter.settle(admission, _NOT_SENT)
-                            try:
-                                admission = await limiter.acquire(
-                                    key_id, scope, limit, timeout, self._nonce_clock
-                                )
-                            except BaseException:
+                            # old to send: drawn again from the store (one look at it, no wait).
+                            redraw = getattr(limiter, "redraw_nonce", None)
+                            fresh = None
+                            if redraw is not None:
+                                try:
+                                    fresh = await redraw(admission, self._nonce_clock)
+                                except BaseException:
+                                    slots.release()
+                                    limiter.settle(admission, _NOT_SENT)
+                                    raise
+                            if fresh is None:
+                                # None to draw now: not sent; it waits like any other request.
                                 slots.release()
-                                raise
-                            nonce = admission.nonce
+                                limiter.settle(admission, _NOT_SENT)
+                                attempt -= 1
+                                continue
+                            nonce = fresh
                 try:
                     if signed and signer is not None and nonce is not None:
                         body, signed_headers = signer.sign(op.path, params, nonce)

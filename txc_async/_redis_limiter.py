@@ -71,6 +71,43 @@ end
 """
 
 
+# The key's next nonce from its counter (KEYS[counter]), on the clock given (ARGV[clock], ms on
+# the server-aligned clock; '' for no nonce), at most ARGV[lead] ms ahead of it; ARGV[ceiling] is
+# the highest nonce the service can have accepted ('' when unknown), ARGV[ttl] the counter's time
+# to live (ms). Sets `nonce` (-1 for none), or `ahead`, the ms the counter is past the lead.
+_NONCE = """
+local nonce = -1
+local ahead = 0
+if ARGV[{clock}] ~= '' then
+  local clock = tonumber(ARGV[{clock}])
+  local lead = tonumber(ARGV[{lead}])
+  local ceiling = tonumber(ARGV[{ceiling}])
+  local last = tonumber(redis.call('GET', KEYS[{counter}]) or '')
+  if not last and string.sub(gen, -1) == '1' then
+    -- The store lost the counter: nonces drawn before may lie up to the lead past the clock,
+    -- and the processes that drew them may be gone; start beyond them.
+    last = clock + lead
+    redis.call('SET', KEYS[{counter}], int(last), 'PX', ARGV[{ttl}])
+  elseif not last then
+    last = 0
+  elseif ceiling and last > ceiling then
+    -- Far ahead of the clock (a clock stepped back, or it ran fast when those nonces were
+    -- drawn): come back to the highest value the service can have accepted. Every nonce it
+    -- ever accepted lay within the window of its clock, which has only moved forward since,
+    -- so none lies beyond that ceiling; values past it were refused and never used. Without
+    -- a ceiling (no answer bounds the server's clock yet) nothing is lowered.
+    last = ceiling
+    redis.call('SET', KEYS[{counter}], int(last), 'PX', ARGV[{ttl}])
+  end
+  nonce = math.max(clock, last + 1)
+  if nonce - clock > lead then
+    ahead = nonce - clock - lead
+  else
+    redis.call('SET', KEYS[{counter}], int(nonce), 'PX', ARGV[{ttl}])
+  end
+end
+"""
+
 # KEYS: 1 the budget's log (anchors), 2 its pause key, 3 the key's nonce counter, 4 the key's
 # generation marker, 5 the longest window (us) a client counts the budget's log in, and until
 # when it is kept ('per:until').
@@ -119,33 +156,9 @@ if count >= cap then
   if at > now then in_flight = 1 end
   return {1, math.max(1, at + per - now), in_flight, gen}
 end
-local nonce = -1
-if ARGV[8] ~= '' then
-  local clock = tonumber(ARGV[8])
-  local lead = tonumber(ARGV[9])
-  local ceiling = tonumber(ARGV[10])
-  local last = tonumber(redis.call('GET', KEYS[3]) or '')
-  if not last and string.sub(gen, -1) == '1' then
-    -- The store lost the counter: nonces drawn before may lie up to the lead past the clock,
-    -- and the processes that drew them may be gone; start beyond them.
-    last = clock + lead
-    redis.call('SET', KEYS[3], int(last), 'PX', ARGV[12])
-  elseif not last then
-    last = 0
-  elseif ceiling and last > ceiling then
-    -- Far ahead of the clock (a clock stepped back, or it ran fast when those nonces were
-    -- drawn): come back to the highest value the service can have accepted. Every nonce it
-    -- ever accepted lay within the window of its clock, which has only moved forward since,
-    -- so none lies beyond that ceiling; values past it were refused and never used. Without
-    -- a ceiling (no answer bounds the server's clock yet) nothing is lowered.
-    last = ceiling
-    redis.call('SET', KEYS[3], int(last), 'PX', ARGV[12])
-  end
-  nonce = math.max(clock, last + 1)
-  if nonce - clock > lead then
-    return {3, (nonce - clock - lead) * 1000, 0, gen}
-  end
-  redis.call('SET', KEYS[3], int(nonce), 'PX', ARGV[12])
+""" + _NONCE.format(counter=3, clock=8, lead=9, ceiling=10, ttl=12) + """
+if ahead > 0 then
+  return {3, ahead * 1000, 0, gen}
 end
 redis.call('ZADD', KEYS[1], int(now + tonumber(ARGV[3])), ARGV[4])
 local ttl = tonumber(ARGV[11])
@@ -159,6 +172,23 @@ if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[12]) then
   redis.call('PEXPIRE', KEYS[4], ARGV[12])
 end
 return {0, now, nonce, gen}
+"""
+
+# A new nonce for a request already admitted. KEYS: 1 the generation marker, 2 the nonce counter.
+# ARGV: 1 the generation this process knows, 2 the nonce clock (ms), 3 the lead (ms), 4 the
+# ceiling ('' when unknown), 5 the counter's time to live (ms). Returns {0, nonce}; {3, ms past
+# the lead} when the counter is too far ahead; {2, 0} when the generation changed (the process
+# must write its anchors back first: the request is admitted again instead).
+_DRAW = _PREAMBLE + """
+local gen = redis.call('GET', KEYS[1])
+if gen ~= ARGV[1] then
+  return {2, 0}
+end
+""" + _NONCE.format(counter=2, clock=2, lead=3, ceiling=4, ttl=5) + """
+if ahead > 0 then
+  return {3, ahead}
+end
+return {0, nonce}
 """
 
 # KEYS[1]: the generation marker; ARGV: 1 a token for a new generation, 2 how long (us) it holds
@@ -442,6 +472,7 @@ class RedisLimiter(SharedLimiter):
         self._namespace = namespace
         self._admit_script: AsyncScript = self._redis.register_script(_ADMIT)
         self._check_script: AsyncScript = self._redis.register_script(_CHECK)
+        self._draw_script: AsyncScript = self._redis.register_script(_DRAW)
         self._reseed_script: AsyncScript = self._redis.register_script(_RESEED)
         self._answered_script: AsyncScript = self._redis.register_script(_ANSWERED)
         self._pause_script: AsyncScript = self._redis.register_script(_PAUSE)
@@ -610,6 +641,27 @@ class RedisLimiter(SharedLimiter):
             key_id, scope, limit, 0.0, (value + timeout_us) / 1_000_000, Entry(budget, member),
             nonce,
         )
+
+    async def redraw_nonce(
+        self, admission: Admission, nonce_clock: Callable[[], int]
+    ) -> int | None:
+        """A new nonce for an admitted request whose nonce grew too old while it waited (for
+        a connection); None when none can be drawn now (the counter is too far ahead, or the
+        store lost its data)."""
+        key_id = admission.key_id
+        state = self._key_state(key_id)
+        ceiling = known_ceiling(nonce_clock)
+        status, value = await self._run(
+            self._draw_script,
+            [self.generation_key(key_id), self.nonce_key(key_id)],
+            [state.generation, str(int(nonce_clock())), MAX_NONCE_LEAD_MS,
+             "" if ceiling is None else str(ceiling), _KEY_TTL_MS],
+        )
+        if int(status) != 0:
+            return None
+        nonce = state.last_nonce = int(value)
+        state.nonce_clock = nonce_clock
+        return nonce
 
     async def _reseed(self, state: _KeyState, generation: str) -> None:
         """Write this process's anchors of ``state``'s key back into ``generation``."""

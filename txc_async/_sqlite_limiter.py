@@ -181,28 +181,10 @@ class SQLiteLimiter(SharedLimiter):
                 return Verdict(max(at + per - now, 1e-6), at > now)
             nonce: int | None = None
             if nonce_clock is not None:
-                # Read with the store locked: while this process waited for the lock, another
-                # may have drawn and used values up to its own clock.
-                clock_ms = int(nonce_clock())
-                ceiling = known_ceiling(nonce_clock)
-                row = cursor.execute(
-                    "SELECT last FROM nonces WHERE key_id = ?", (key_id,)
-                ).fetchone()
-                last = 0 if row is None else int(row[0])
-                if ceiling is not None and last > ceiling:
-                    # Far ahead of the clock (a clock stepped back, or it ran fast when those
-                    # nonces were drawn): come back to the highest value the service can have
-                    # accepted. Every nonce it ever accepted lay within the window of its
-                    # clock, which has only moved forward since, so none lies beyond that
-                    # ceiling; values past it were refused and never used. Without a ceiling
-                    # (no answer yet bounds the server's clock) nothing is lowered: the server
-                    # may be ahead of this machine, and another process's values with it.
-                    last = ceiling
-                    self._set_nonce(cursor, key_id, last)
-                nonce = max(clock_ms, last + 1)
-                if nonce - clock_ms > MAX_NONCE_LEAD_MS:
-                    return Verdict((nonce - clock_ms - MAX_NONCE_LEAD_MS) / 1000, False, True)
-                self._set_nonce(cursor, key_id, nonce)
+                drawn = self._draw_nonce(cursor, key_id, nonce_clock)
+                if isinstance(drawn, Verdict):
+                    return drawn
+                nonce = drawn
             deadline = now + timeout
             cursor.execute(
                 "INSERT INTO anchors (key_id, scope, at, span) VALUES (?, ?, ?, ?)",
@@ -230,6 +212,42 @@ class SQLiteLimiter(SharedLimiter):
                 )
                 cursor.execute("DELETE FROM pauses WHERE until <= ?", (now,))
         return Admission(key_id, scope, limit, 0.0, deadline, Entry(budget, ident), nonce)
+
+    def _draw_nonce(
+        self, cursor: sqlite3.Cursor, key_id: str, nonce_clock: Callable[[], int]
+    ) -> int | Verdict:
+        """The key's next nonce from its counter (the store locked), or how long to wait while
+        the counter is more than the lead ahead of ``nonce_clock``."""
+        # Read with the store locked: while this process waited for the lock, another may have
+        # drawn and used values up to its own clock.
+        clock_ms = int(nonce_clock())
+        ceiling = known_ceiling(nonce_clock)
+        row = cursor.execute("SELECT last FROM nonces WHERE key_id = ?", (key_id,)).fetchone()
+        last = 0 if row is None else int(row[0])
+        if ceiling is not None and last > ceiling:
+            # Far ahead of the clock (a clock stepped back, or it ran fast when those nonces
+            # were drawn): come back to the highest value the service can have accepted. Every
+            # nonce it ever accepted lay within the window of its clock, which has only moved
+            # forward since, so none lies beyond that ceiling; values past it were refused and
+            # never used. Without a ceiling (no answer yet bounds the server's clock) nothing is
+            # lowered: the server may be ahead of this machine, and another process's values
+            # with it.
+            last = ceiling
+            self._set_nonce(cursor, key_id, last)
+        nonce = max(clock_ms, last + 1)
+        if nonce - clock_ms > MAX_NONCE_LEAD_MS:
+            return Verdict((nonce - clock_ms - MAX_NONCE_LEAD_MS) / 1000, False, True)
+        self._set_nonce(cursor, key_id, nonce)
+        return nonce
+
+    async def redraw_nonce(
+        self, admission: Admission, nonce_clock: Callable[[], int]
+    ) -> int | None:
+        """A new nonce for an admitted request whose nonce grew too old while it waited (for
+        a connection); None when the counter is too far ahead to draw one now."""
+        with self._transaction() as cursor:
+            drawn = self._draw_nonce(cursor, admission.key_id, nonce_clock)
+        return None if isinstance(drawn, Verdict) else drawn
 
     @staticmethod
     def _set_nonce(cursor: sqlite3.Cursor, key_id: str, value: int) -> None:
