@@ -428,3 +428,33 @@ async def test_what_a_server_quotes_back_from_the_request_is_masked(
         spellings |= {secret, urllib.parse.quote_plus(secret), json.dumps(secret)[1:-1]}
     assert_clean(err, spellings)
     assert "***" in reachable_text(err)  # the answer was quoted, with the secrets masked
+
+
+@pytest.mark.parametrize("operation", ["order", "oauth"])
+async def test_a_secret_cut_where_a_long_message_was_cut_is_masked_too(operation: str) -> None:
+    # A message is kept to 300 characters: a long token (or payload) quoted at its end is cut
+    # there, and its first characters are as secret as the rest.
+    token = "eyJ" + "".join(f"{i:03d}Zq" for i in range(90))  # 453 characters
+    transport = EchoTransport(401, "private")
+    sent: set[str] = {token}
+    async with txc_async.Client(
+        api_key=KEY, api_secret=SECRET, base_url="https://api.example.test",
+        transport=transport, retry=NO_RETRY, limiter=txc_async.InProcessLimiter(),
+    ) as client:
+        original = transport.send
+
+        async def send(method: str, url: Any, **kwargs: Any) -> RawResponse:
+            payload = (kwargs["headers"] or {}).get("X-TXC-PAYLOAD")
+            if payload is not None:
+                sent.add(payload)
+            return await original(method, url, **kwargs)
+
+        transport.send = send  # type: ignore[method-assign]
+        if operation == "oauth":
+            err = await _raised(lambda: client.refresh_oauth_token(
+                client_id="app", client_secret="cs-secret-1", refresh_token=token))
+        else:
+            err = await _raised(lambda: client.collateral_stop_limit_order(**ORDER_ARGS))
+    text = reachable_text(err)
+    for secret in sent:
+        assert not any(secret[i:i + 12] in text for i in range(len(secret) - 12)), secret[:12]

@@ -11,7 +11,7 @@ import sys
 import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from types import CodeType, FrameType
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, AnyStr, ParamSpec, TypeVar
 
 __all__ = [
     "AnswerFormatError",
@@ -233,6 +233,17 @@ def _spellings(secret: str) -> set[str]:
     }
 
 
+def _cut_tail(value: AnyStr, secrets: list[AnyStr], mark: AnyStr, mask: AnyStr) -> AnyStr:
+    """``value`` with a secret that a cut to length left at its end (before the ``mark`` of
+    the cut, if any) masked: the first characters of a secret are a secret too."""
+    end = len(value) - len(mark) if value.endswith(mark) else len(value)
+    for secret in secrets:
+        for size in range(min(len(secret) - 1, end), MIN_MASKED - 1, -1):
+            if value.startswith(secret[:size], end - size):
+                return value[: end - size] + mask + value[end:]
+    return value
+
+
 def mask_secrets(error: BaseException, secrets: Iterable[str]) -> None:
     """Replace ``secrets`` (what a request carried that must never be shown: the API key, the
     signature and payload, OAuth secrets and tokens) with ``***`` wherever a server's answer
@@ -256,12 +267,12 @@ def mask_secrets(error: BaseException, secrets: Iterable[str]) -> None:
             for text in texts:
                 if text in value:
                     value = value.replace(text, "***")
-            return value
+            return _cut_tail(value, texts, "…", "***")
         if isinstance(value, bytes):
             for text_bytes in raw:
                 if text_bytes in value:
                     value = value.replace(text_bytes, b"***")
-            return value
+            return _cut_tail(value, raw, "…".encode(), b"***")
         if isinstance(value, dict):
             return {clean(k): clean(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
