@@ -494,6 +494,33 @@ async def test_a_slow_first_answer_holds_no_one_up_a_ping_tells_the_time() -> No
         assert box.stats.nonce_refused == 1
 
 
+@pytest.mark.parametrize("ping", ["reset", "no Date"])
+async def test_when_the_servers_time_cannot_be_learnt_no_one_waits_for_a_slow_first_answer(
+    ping: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Sandbox() as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+    ) as client:
+        box.faults.add(BALANCE_PATH, "slow", delay=2.0)
+        if ping == "reset":
+            box.faults.add(PING_PATH, "reset", times=5)
+        else:  # the ping's answer carries no Date: it cannot bound the clock
+            observe = ServerClock.observe
+
+            def no_date(self: ServerClock, sent: float, answered: float, date: str | None,
+                        *, refused: bool = False) -> None:
+                observe(self, sent, answered, None, refused=refused)
+
+            monkeypatch.setattr(ServerClock, "observe", no_date)
+        first = asyncio.ensure_future(client.main_balance())
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await asyncio.gather(*(client.main_balance() for _ in range(10)))
+        assert time.monotonic() - started < 1.0  # not the 2 s of the first answer
+        await first
+        assert box.stats.received[PING_PATH] == 1
+
+
 async def test_a_request_waits_for_the_first_answer_no_longer_than_its_own_timeout() -> None:
     async with Sandbox() as box, txc_async.Client(
         api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,

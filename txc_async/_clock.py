@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ._errors import AuthenticationError, TxcError
 
@@ -410,12 +410,16 @@ class FirstAnswer:
                     break
                 if asking is None:
                     asking = asyncio.ensure_future(ask(left))
+                elif asking.done():
+                    # The server's time was asked, and its answer (if any) did not bound the
+                    # clock (no usable Date), or it was asked before: the first request's answer
+                    # would likely not either, and a slow one holds no one up.
+                    break
                 # Neither is cancelled when this waiter gives up: others may wait for them.
-                waited: set[asyncio.Future[object]] = (
-                    {out} if asking.done() else {out, asking}  # type: ignore[arg-type]
+                either: set[asyncio.Future[Any]] = {out, asking}
+                done, _ = await asyncio.wait(
+                    either, timeout=left, return_when=asyncio.FIRST_COMPLETED
                 )
-                done, _ = await asyncio.wait(waited, timeout=left,
-                                             return_when=asyncio.FIRST_COMPLETED)
                 if not done:
                     break
         finally:
