@@ -358,3 +358,19 @@ async def test_backfill_arguments_are_refused_before_anything_is_sent(
             pass
     assert caught.value.parameter == parameter
     assert not requests_to(mocked, REWARDS_PATH)
+
+
+def test_a_new_output_is_locked_from_the_start_so_a_link_made_meanwhile_is_refused(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    from txc_async._export import OutputLockedError
+    from txc_async._lock import OutputLock
+
+    new = tmp_path / "a.jsonl"
+    with OutputLock(tmp_path / "a.jsonl.lock", new):
+        assert new.exists()  # made empty, and locked, before the run writes it
+        os.link(new, tmp_path / "b.jsonl")  # linked while the run writes
+        with pytest.raises(OutputLockedError, match="through another name"):
+            OutputLock(tmp_path / "b.jsonl.lock", tmp_path / "b.jsonl").acquire()

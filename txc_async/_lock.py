@@ -36,8 +36,8 @@ def _lock_exclusively(fd: int) -> None:
 
 class OutputLock:
     """An exclusive ``flock`` on ``lock_path`` naming its holder, and one on the output file
-    itself when it exists (the file, whatever name leads to it: a hard link too); a context
-    manager.
+    itself (made if new; not for a directory): the file, whatever name leads to it, a hard link
+    too; a context manager.
 
     The lock file is never removed: removing it would let a third process lock a new file while
     the second still holds the old one.
@@ -68,7 +68,7 @@ class OutputLock:
         os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} "
                       f"(since {started})\n".encode(), 0)
         self._fd = fd
-        if sys.platform != "win32" and self.output.is_file():
+        if sys.platform != "win32" and not self.output.is_dir():
             try:
                 self._output_fd = self._lock_output()
             except BaseException:
@@ -77,8 +77,9 @@ class OutputLock:
 
     def _lock_output(self) -> int:
         """The output file's own lock: a run that reached it by another name (a hard link)
-        holds another lock file, but the same file."""
-        fd = os.open(self.output, os.O_RDONLY)
+        holds another lock file, but the same file. A new output is made here, empty, so that
+        it is locked from the start (a link may be made to it while the run writes)."""
+        fd = os.open(self.output, os.O_RDONLY | os.O_CREAT, 0o644)
         try:
             _lock_exclusively(fd)
         except BlockingIOError:
