@@ -563,6 +563,14 @@ def test_settings_of_the_wrong_kind_are_refused_when_the_client_is_made(
     assert caught.value.parameter == parameter
 
 
+def test_tls_is_verified_with_a_ca_of_ones_own() -> None:
+    import ssl
+
+    context = ssl.create_default_context()
+    client = txc_async.Client(limiter=RecordingLimiter(), verify_tls=context)
+    assert client._pipeline.transport._verify_tls is context  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(("settings", "parameter"), [
     ({"backoff_base": math.inf}, "backoff_base"),
     ({"backoff_cap": math.inf}, "backoff_cap"),

@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from datetime import datetime
@@ -221,7 +222,7 @@ class Client:
         session: aiohttp.ClientSession | None = None,
         transport: Transport | None = None,
         max_connections: int = 100,
-        verify_tls: bool = True,
+        verify_tls: bool | ssl.SSLContext = True,
         clock: LocalClock | None = None,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
@@ -247,8 +248,10 @@ class Client:
                 "user_agent", "must be 1 to 200 printable ASCII characters, e.g. 'mybot/1.2'"
             )
         _check_parts(limiter, transport)
-        if not isinstance(verify_tls, bool):
-            raise InvalidParameterError("verify_tls", "must be True or False")
+        if not isinstance(verify_tls, bool | ssl.SSLContext):
+            raise InvalidParameterError(
+                "verify_tls", "must be True, False or an ssl.SSLContext (for a CA of your own)"
+            )
         if session is not None and not isinstance(session, aiohttp.ClientSession):
             raise InvalidParameterError(
                 "session", f"must be an aiohttp.ClientSession, not {type(session).__name__}"
@@ -310,7 +313,7 @@ class Client:
         session: aiohttp.ClientSession | None = None,
         transport: Transport | None = None,
         max_connections: int = 100,
-        verify_tls: bool = True,
+        verify_tls: bool | ssl.SSLContext = True,
         clock: LocalClock | None = None,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> Client:

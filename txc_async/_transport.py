@@ -8,6 +8,7 @@ import contextlib
 import errno
 import functools
 import math
+import ssl
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
@@ -164,7 +165,7 @@ class AiohttpTransport:
         self,
         session: aiohttp.ClientSession | None = None,
         *,
-        verify_tls: bool = True,
+        verify_tls: bool | ssl.SSLContext = True,
         max_connections: int = 100,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
