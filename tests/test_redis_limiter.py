@@ -349,3 +349,25 @@ async def test_a_call_whose_connection_closed_under_it_goes_again() -> None:
     with pytest.raises(AttributeError, match="nonce_"):
         await limiter._run(a_bug, [], [])  # type: ignore[arg-type]
     await limiter.aclose()
+
+
+async def test_no_nonce_is_drawn_again_while_a_new_generation_holds_admissions(
+    limiter: RedisLimiter, store: Any
+) -> None:
+    """After the store lost its data, a new generation holds admissions while every process
+    writes its nonces back; a nonce drawn again meanwhile could repeat one another process sent
+    before the loss, so none is (the request is admitted again instead, which waits out the
+    hold)."""
+    limit = RateLimit(100, 10.0)
+
+    def clock() -> int:
+        return int(time.time() * 1000)
+
+    admission = await limiter.acquire("key", "main_balance", limit, 10.0, clock)
+    seconds, micros = await store.time()
+    held = f"token/{seconds * 1_000_000 + micros + 400_000}/0"
+    await store.set(limiter.generation_key("key"), held, px=60_000)
+    limiter._key_state("key").generation = held  # as if this process wrote its nonces back
+    assert await limiter.redraw_nonce(admission, clock) is None
+    await asyncio.sleep(0.5)
+    assert await limiter.redraw_nonce(admission, clock) is not None
