@@ -238,9 +238,13 @@ def _cut_tail(value: AnyStr, secrets: list[AnyStr], mark: AnyStr, mask: AnyStr) 
     the cut, if any) masked: the first characters of a secret are a secret too."""
     end = len(value) - len(mark) if value.endswith(mark) else len(value)
     for secret in secrets:
-        for size in range(min(len(secret) - 1, end), MIN_MASKED - 1, -1):
-            if value.startswith(secret[:size], end - size):
-                return value[: end - size] + mask + value[end:]
+        head = secret[:MIN_MASKED]
+        # Where a cut secret could begin: within its length of the end.
+        at = value.find(head, max(0, end - len(secret) + 1), end)
+        while at != -1:
+            if secret.startswith(value[at:end]):
+                return value[:at] + mask + value[end:]
+            at = value.find(head, at + 1, end)
     return value
 
 
