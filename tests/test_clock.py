@@ -494,30 +494,44 @@ async def test_a_slow_first_answer_holds_no_one_up_a_ping_tells_the_time() -> No
         assert box.stats.nonce_refused == 1
 
 
-@pytest.mark.parametrize("ping", ["reset", "no Date"])
-async def test_when_the_servers_time_cannot_be_learnt_no_one_waits_for_a_slow_first_answer(
-    ping: str, monkeypatch: pytest.MonkeyPatch
+async def test_when_the_servers_answer_has_no_date_no_one_waits_for_a_slow_first_answer(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    observe = ServerClock.observe
+
+    def no_date(self: ServerClock, sent: float, answered: float, date: str | None,
+                *, refused: bool = False) -> None:
+        observe(self, sent, answered, None, refused=refused)
+
+    # No answer carries a usable Date: the ping's answer cannot bound the clock, nor would the
+    # first request's.
+    monkeypatch.setattr(ServerClock, "observe", no_date)
     async with Sandbox() as box, txc_async.Client(
         api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
     ) as client:
         box.faults.add(BALANCE_PATH, "slow", delay=2.0)
-        if ping == "reset":
-            box.faults.add(PING_PATH, "reset", times=5)
-        else:  # the ping's answer carries no Date: it cannot bound the clock
-            observe = ServerClock.observe
-
-            def no_date(self: ServerClock, sent: float, answered: float, date: str | None,
-                        *, refused: bool = False) -> None:
-                observe(self, sent, answered, None, refused=refused)
-
-            monkeypatch.setattr(ServerClock, "observe", no_date)
         first = asyncio.ensure_future(client.main_balance())
         await asyncio.sleep(0.1)
         started = time.monotonic()
         await asyncio.gather(*(client.main_balance() for _ in range(10)))
         assert time.monotonic() - started < 1.0  # not the 2 s of the first answer
         await first
+        assert box.stats.received[PING_PATH] == 1
+
+
+async def test_when_the_ping_gets_no_answer_the_first_requests_answer_is_waited_for() -> None:
+    async with Sandbox(clock_offset=8.0) as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+        retry=RetryPolicy(max_nonce_retries=1),
+    ) as client:
+        box.faults.add(BALANCE_PATH, "slow", delay=1.0)
+        box.faults.add(PING_PATH, "reset", times=5)
+        first = asyncio.ensure_future(client.main_balance())
+        await asyncio.sleep(0.1)
+        await asyncio.gather(*(client.main_balance() for _ in range(20)))
+        await first
+        # The first request's refusal taught the clock to all of them.
+        assert box.stats.nonce_refused == 1
         assert box.stats.received[PING_PATH] == 1
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import calendar
 import collections
-import contextlib
 import datetime
 import email.utils
 import functools
@@ -22,7 +21,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ._errors import AuthenticationError, TxcError
+from ._errors import AuthenticationError, TransportError, TxcError
 
 __all__ = [
     "MAX_NONCE_LEAD_MS",
@@ -410,15 +409,17 @@ class FirstAnswer:
                     break
                 if asking is None:
                     asking = asyncio.ensure_future(ask(left))
-                elif asking.done():
-                    # The server's time was asked, and its answer (if any) did not bound the
-                    # clock (no usable Date), or it was asked before: the first request's answer
-                    # would likely not either, and a slow one holds no one up.
+                waited: set[asyncio.Future[Any]] = {out}
+                if not asking.done():
+                    waited.add(asking)
+                elif _answered(asking):
+                    # The server answered the ping, and its answer did not bound the clock (no
+                    # usable Date): the first request's answer would not either, and a slow one
+                    # holds no one up. When the ping got no answer, the first request's may.
                     break
                 # Neither is cancelled when this waiter gives up: others may wait for them.
-                either: set[asyncio.Future[Any]] = {out, asking}
                 done, _ = await asyncio.wait(
-                    either, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                    waited, timeout=left, return_when=asyncio.FIRST_COMPLETED
                 )
                 if not done:
                     break
@@ -436,6 +437,11 @@ class FirstAnswer:
                 self.done = True
         if out is not None and not out.done():
             out.set_result(None)
+
+
+def _answered(asking: asyncio.Future[Any]) -> bool:
+    """Whether an ask of the server's time (``NonceClock.learn``) got an answer."""
+    return not asking.cancelled() and asking.exception() is None and bool(asking.result())
 
 
 # One estimate per server and local clock while any client holds it (two would mean two nonce
@@ -477,7 +483,7 @@ class NonceClock:
     bound: the server's clock may be ahead of both.
     """
 
-    __slots__ = ("_ask", "_asked", "_asking", "_clock")
+    __slots__ = ("_answered", "_ask", "_asked", "_asking", "_clock")
 
     def __init__(
         self, clock: ServerClock, ask: Callable[[float], Awaitable[object]] | None = None
@@ -487,6 +493,7 @@ class NonceClock:
         # would leave every client to the garbage collector instead of freeing it on close.
         self._ask = None if ask is None else weakref.WeakMethod(ask)
         self._asked = False
+        self._answered = False
         self._asking: asyncio.Future[None] | None = None
 
     def __call__(self) -> int:
@@ -498,30 +505,36 @@ class NonceClock:
     async def learn(self, timeout: float) -> bool:
         """Ask the server its time (an unsigned request within ``timeout`` seconds), so that its
         answer bounds the clock: for a process that has seen no answer yet and finds a shared
-        counter ahead. Asked once: calls that come while it is under way wait for the same
-        answer, and once it has come (or failed: no answer, or none with a usable Date) it is
-        not asked again, since every later answer teaches the clock as well. True when an
-        answer was waited for; False when there is nothing to ask."""
+        counter ahead, or calls waiting for a server's first answer. Asked once: calls that come
+        while it is under way wait for the same answer, and once it has come (or failed) it is
+        not asked again, since every later answer teaches the clock as well. True when the
+        server answered (a refusal too: its Date counts), now or before; False when it did not,
+        or there is nothing to ask."""
         asking = self._asking
         if asking is None:
             ask = None if self._ask is None else self._ask()
             if self._asked or ask is None:
-                return False
+                return self._answered
             self._asked = True
-            asking = self._asking = asyncio.ensure_future(_quietly(ask, timeout))
+            asking = self._asking = asyncio.ensure_future(self._quietly(ask, timeout))
         try:
             # Shielded: one waiter given up (its own deadline) leaves the others theirs.
             await asyncio.shield(asking)
         finally:
             if asking.done():
                 self._asking = None
-        return True
+        return self._answered
 
-
-async def _quietly(ask: Callable[[float], Awaitable[object]], timeout: float) -> None:
-    """``ask``, whose failure leaves the clock as it was."""
-    with contextlib.suppress(TxcError):
-        await ask(timeout)
+    async def _quietly(self, ask: Callable[[float], Awaitable[object]], timeout: float) -> None:
+        """``ask``, whose failure leaves the clock as it was; notes whether an answer came."""
+        try:
+            await ask(timeout)
+        except TransportError as exc:
+            self._answered = exc.status is not None  # an answer that could not be used
+        except TxcError:
+            self._answered = True  # an error answer: it reached the server and came back
+        else:
+            self._answered = True
 
 
 def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:
