@@ -374,3 +374,30 @@ def test_a_new_output_is_locked_from_the_start_so_a_link_made_meanwhile_is_refus
         os.link(new, tmp_path / "b.jsonl")  # linked while the run writes
         with pytest.raises(OutputLockedError, match="through another name"):
             OutputLock(tmp_path / "b.jsonl.lock", tmp_path / "b.jsonl").acquire()
+
+
+def test_the_lock_of_an_output_that_is_a_pipe_never_blocks(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from txc_async._lock import OutputLock
+
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)
+    took: list[bool] = []
+
+    def lock() -> None:
+        with OutputLock(tmp_path / "rows.jsonl.lock", fifo):
+            took.append(True)
+
+    # A reader waits on the pipe: opening it to read as well would block until a writer came.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        worker = threading.Thread(target=lock, daemon=True)
+        worker.start()
+        worker.join(5.0)
+        if worker.is_alive():  # unblock it before failing
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        assert took == [True]
+    finally:
+        os.close(reader)

@@ -36,7 +36,7 @@ def _lock_exclusively(fd: int) -> None:
 
 class OutputLock:
     """An exclusive ``flock`` on ``lock_path`` naming its holder, and one on the output file
-    itself (made if new; not for a directory): the file, whatever name leads to it, a hard link
+    itself (made if new; a regular file only): the file, whatever name leads to it, a hard link
     too; a context manager.
 
     The lock file is never removed: removing it would let a third process lock a new file while
@@ -68,7 +68,7 @@ class OutputLock:
         os.pwrite(fd, f"process {os.getpid()} on {socket.gethostname()} "
                       f"(since {started})\n".encode(), 0)
         self._fd = fd
-        if sys.platform != "win32" and not self.output.is_dir():
+        if sys.platform != "win32" and (self.output.is_file() or not self.output.exists()):
             try:
                 self._output_fd = self._lock_output()
             except BaseException:
@@ -79,7 +79,8 @@ class OutputLock:
         """The output file's own lock: a run that reached it by another name (a hard link)
         holds another lock file, but the same file. A new output is made here, empty, so that
         it is locked from the start (a link may be made to it while the run writes)."""
-        fd = os.open(self.output, os.O_RDONLY | os.O_CREAT, 0o644)
+        # Never blocks: a regular file (or a new one) only; a pipe is not an output to resume.
+        fd = os.open(self.output, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK, 0o644)
         try:
             _lock_exclusively(fd)
         except BlockingIOError:
