@@ -205,3 +205,22 @@ def make_rewards(accounts: int, days: int, start: int = 1704067200) -> list[dict
         for d in range(days)
         for a in range(accounts)
     ]
+
+
+def nonce_lateness() -> tuple[Any, list[int]]:
+    """An aiohttp trace config and the list it fills: for every signed request as it leaves,
+    how many milliseconds its nonce is behind this machine's clock."""
+    import aiohttp
+
+    late: list[int] = []
+
+    async def on_request_start(session: Any, context: Any,
+                               params: aiohttp.TraceRequestStartParams) -> None:
+        payload = params.headers.get("X-TXC-PAYLOAD")
+        if payload is not None:
+            nonce = int(json.loads(base64.b64decode(payload))["nonce"])
+            late.append(round(time.time() * 1000) - nonce)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_request_start)
+    return trace, late

@@ -612,22 +612,13 @@ async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent() -> 
     """A request that waited for a connection draws its nonce again; when none is to spare at
     that moment and the one drawn before has aged past MAX_NONCE_AGE_MS, it goes back to wait
     for the next one instead of sending the old one."""
-    import base64
-    import json
-    import time
-
     import aiohttp
 
     from txc_async._clock import MAX_NONCE_AGE_MS
 
-    late: list[int] = []
+    from .conftest import nonce_lateness
 
-    async def on_request_start(session: Any, context: Any,
-                               params: aiohttp.TraceRequestStartParams) -> None:
-        payload = params.headers.get("X-TXC-PAYLOAD")
-        if payload is not None:
-            nonce = int(json.loads(base64.b64decode(payload))["nonce"])
-            late.append(round(time.time() * 1000) - nonce)
+    trace, late = nonce_lateness()
 
     class Scarce:
         """The key's nonce source, with none to spare at once once ``scarce`` is set."""
@@ -645,8 +636,6 @@ async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent() -> 
         def __getattr__(self, name: str) -> Any:
             return getattr(self.source, name)
 
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(on_request_start)
     async with Sandbox() as box, aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=1), trace_configs=[trace]
     ) as session:

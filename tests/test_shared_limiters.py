@@ -509,26 +509,16 @@ async def test_a_nonce_drawn_before_a_long_wait_for_a_connection_is_drawn_again(
     longer than a nonce may age (slow answers hold every connection) is admitted again for a
     new one, so what leaves is never more than MAX_NONCE_AGE_MS behind the server's clock (a
     wait past the 5 s window was refused at the server)."""
-    import base64
-    import json
-
     import aiohttp
 
     import txc_async
     from txc_async._clock import MAX_NONCE_AGE_MS
     from txc_async.sandbox import Sandbox
 
-    late: list[int] = []
+    from .conftest import nonce_lateness
 
-    async def on_request_start(session: Any, context: Any,
-                               params: aiohttp.TraceRequestStartParams) -> None:
-        payload = params.headers.get("X-TXC-PAYLOAD")
-        if payload is not None:
-            nonce = int(json.loads(base64.b64decode(payload))["nonce"])
-            late.append(round(time.time() * 1000) - nonce)
+    trace, late = nonce_lateness()
 
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(on_request_start)
     async with Sandbox() as box, aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=1), trace_configs=[trace]
     ) as session:
