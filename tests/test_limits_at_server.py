@@ -245,9 +245,10 @@ async def test_requests_waiting_for_a_connection_when_a_refusal_comes_wait_for_t
             call.cancel()
         await asyncio.gather(*calls, return_exceptions=True)
         await client.close()
-    # Refused: at most those on the connections when the first refusal came (2), not the 160
-    # that went out after it before.
-    assert server.refused(PING) <= 2
+    # Refused: at most those on the connections when the first refusal came (2), and one the
+    # other connection sent after the server refused but before that answer reached the client
+    # (a loaded machine reads it later), not the 160 that went out after it before.
+    assert server.refused(PING) <= 3
     assert len(server.accepted(PING)) == 40
 
 
