@@ -30,10 +30,10 @@ from ._rowfile import (
     OutputFileError,
     RowFile,
     count_lines,
+    cut_torn_tail,
     encode_jsonl,
     ends_whole,
     read_rows,
-    repair_torn_tail,
 )
 from ._walk import WIRE_RECORDS, RewardsCursor, WireReward
 
@@ -305,24 +305,28 @@ def _prepare(
     if fmt == "parquet":
         return _prepare_parquet(out, state_path, state, jobs, mine, extended_from, saved)
     repaired: str | None = None
+    torn = has_rows and not ends_whole(out)
     if has_rows and all(job.index in done for job in mine):
         counts_known = all(done[job.index] is not None for job in mine)
         expected = sum(done[job.index] or 0 for job in mine)
         lines = count_lines(out) - (1 if fmt == "csv" else 0)
-        if ends_whole(out) and (not counts_known or lines == expected):
+        if not torn and (not counts_known or lines == expected):
             if saved is None or saved.plan != plan:
                 _write_state(state_path, state)
             # Every piece is written; unless the check ran, the run only checks.
             checked = saved is not None and saved.checked and saved.plan == plan
             return _Prepared(plan, done, {}, lines, set(), None, None, complete=checked)
         repaired = (
-            "its last line was cut" if not ends_whole(out)
+            "its last line was cut" if torn
             else f"it held {lines:,} rows where {expected:,} were written"
         )
-    if has_rows and repair_torn_tail(out, fmt) and repaired is None:
-        repaired = "its last line was cut"
-    rows: Iterable[WireReward] = read_rows(out, fmt) if has_rows else ()
+    # Read before a cut last line is cut, so that a file that is not a reward output (or holds
+    # rows of another backfill) is refused as it is.
+    rows: Iterable[WireReward] = read_rows(out, fmt, torn=torn) if has_rows else ()
     cursors, counts, total, names = _cursors_from_rows(plan, jobs, rows, done)
+    if torn:
+        cut_torn_tail(out)
+        repaired = repaired or "its last line was cut"
     # A finished job whose rows the output no longer holds in full is walked again.
     lost = [
         index for index, rows_done in done.items()

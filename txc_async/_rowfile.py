@@ -20,10 +20,10 @@ __all__ = [
     "OutputFileError",
     "RowFile",
     "count_lines",
+    "cut_torn_tail",
     "encode_jsonl",
     "ends_whole",
     "read_rows",
-    "repair_torn_tail",
 ]
 
 CSV_COLUMNS = (
@@ -97,17 +97,10 @@ def ends_whole(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def repair_torn_tail(path: Path, fmt: Literal["jsonl", "csv"]) -> bool:
-    """Cut a last line that an interruption left without its newline; whether one was cut.
-
-    Only from a reward output: every whole line before it must be a reward row (or the CSV
-    header), and a file of one cut line must begin as an output does. Any other file is
-    refused (:class:`OutputFileError`) and left as it is."""
-    if ends_whole(path):
-        return False
-    with path.open("rb") as handle:
-        for _ in _rows(path, fmt, _whole_lines(handle, path, fmt)):
-            pass
+def cut_torn_tail(path: Path) -> None:
+    """Cut the last line that an interruption left without its newline. Only once the whole
+    lines before it were read as reward rows (``read_rows(..., torn=True)``): any other file is
+    refused by that reading and left as it is."""
     with path.open("rb+") as handle:
         pos = handle.seek(0, os.SEEK_END)
         while pos > 0:
@@ -122,7 +115,6 @@ def repair_torn_tail(path: Path, fmt: Literal["jsonl", "csv"]) -> bool:
             handle.truncate(0)
         handle.flush()
         os.fsync(handle.fileno())
-    return True
 
 
 def _whole_lines(handle: BinaryIO, path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[bytes]:
@@ -137,10 +129,13 @@ def _whole_lines(handle: BinaryIO, path: Path, fmt: Literal["jsonl", "csv"]) -> 
             )
 
 
-def read_rows(path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[WireReward]:
-    """The rows of the file, one at a time (the file may hold millions)."""
+def read_rows(
+    path: Path, fmt: Literal["jsonl", "csv"], *, torn: bool = False
+) -> Iterator[WireReward]:
+    """The rows of the file, one at a time (the file may hold millions); ``torn``: its last
+    line was cut (see :func:`ends_whole`), and is left out."""
     with path.open("rb") as handle:
-        yield from _rows(path, fmt, handle)
+        yield from _rows(path, fmt, _whole_lines(handle, path, fmt) if torn else handle)
 
 
 def _rows(path: Path, fmt: Literal["jsonl", "csv"], lines: Iterable[bytes]
