@@ -298,32 +298,19 @@ class Pipeline:
                         limiter.settle(admission, _NOT_SENT)
                         raise
                     holds = getattr(limiter, "holds", None)
-                    if holds is not None and not holds(admission):
-                        # A refusal paused the budget while it waited: not sent, it waits for
-                        # the pause like any other request.
-                        slots.release()
-                        limiter.settle(admission, _NOT_SENT)
-                        attempt -= 1
-                        continue
-                    if signed and signer is not None and nonce is not None:
+                    # A refusal paused the budget while it waited.
+                    back = holds is not None and not holds(admission)
+                    if not back and signed and signer is not None and nonce is not None:
+                        fresh = None
+                        oldest = clock.oldest_nonce_ms()
                         if admission.nonce is None:
                             # Drawn again now that it leaves (the one drawn before is never
                             # used).
                             fresh = signer.nonces.try_next()
-                            if fresh is not None:
-                                nonce = fresh
-                            elif nonce < clock.oldest_nonce_ms():
-                                # None to spare now, and the one drawn before is too old to
-                                # send: it waits for the next like any other request.
-                                slots.release()
-                                limiter.settle(admission, _NOT_SENT)
-                                attempt -= 1
-                                continue
-                        elif nonce < clock.oldest_nonce_ms():
+                        elif nonce < oldest:
                             # The shared store drew it at admission, and the wait made it too
                             # old to send: drawn again from the store (one look at it, no wait).
                             redraw = getattr(limiter, "redraw_nonce", None)
-                            fresh = None
                             if redraw is not None:
                                 try:
                                     fresh = await redraw(admission, self._nonce_clock)
@@ -331,13 +318,18 @@ class Pipeline:
                                     slots.release()
                                     limiter.settle(admission, _NOT_SENT)
                                     raise
-                            if fresh is None:
-                                # None to draw now: not sent; it waits like any other request.
-                                slots.release()
-                                limiter.settle(admission, _NOT_SENT)
-                                attempt -= 1
-                                continue
+                        if fresh is not None:
                             nonce = fresh
+                        else:
+                            # None to draw now, and the one drawn before is too old to send.
+                            back = nonce < oldest
+                    if back:
+                        # Not sent: it waits for the pause, or for a nonce, like any other
+                        # request.
+                        slots.release()
+                        limiter.settle(admission, _NOT_SENT)
+                        attempt -= 1
+                        continue
                 try:
                     if signed and signer is not None and nonce is not None:
                         body, signed_headers = signer.sign(op.path, params, nonce)
