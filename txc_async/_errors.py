@@ -233,9 +233,12 @@ def _spellings(secret: str) -> set[str]:
     }
 
 
-def _cut_tail(value: AnyStr, secrets: list[AnyStr], mark: AnyStr, mask: AnyStr) -> AnyStr:
-    """``value`` with a secret that a cut to length left at its end (before the ``mark`` of
-    the cut, if any) masked: the first characters of a secret are a secret too."""
+def _masked(value: AnyStr, secrets: list[AnyStr], mark: AnyStr, mask: AnyStr) -> AnyStr:
+    """``value`` with every secret, and one that a cut to length left at its end (before the
+    ``mark`` of the cut, if any), masked: the first characters of a secret are a secret too."""
+    for secret in secrets:
+        if secret in value:
+            value = value.replace(secret, mask)
     end = len(value) - len(mark) if value.endswith(mark) else len(value)
     for secret in secrets:
         head = secret[:MIN_MASKED]
@@ -268,15 +271,9 @@ def mask_secrets(error: BaseException, secrets: Iterable[str]) -> None:
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            for text in texts:
-                if text in value:
-                    value = value.replace(text, "***")
-            return _cut_tail(value, texts, "…", "***")
+            return _masked(value, texts, "…", "***")
         if isinstance(value, bytes):
-            for text_bytes in raw:
-                if text_bytes in value:
-                    value = value.replace(text_bytes, b"***")
-            return _cut_tail(value, raw, "…".encode(), b"***")
+            return _masked(value, raw, "…".encode(), b"***")
         if isinstance(value, dict):
             return {clean(k): clean(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
