@@ -254,6 +254,13 @@ return 0
 
 #: Names a budget's scope may not take, since the key's own entries use them.
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
+
+
+def _clock_args(nonce_clock: Callable[[], int]) -> tuple[str, str]:
+    """The scripts' arguments for a nonce drawn on ``nonce_clock``: its time now (ms), and the
+    highest nonce the server can have accepted ('' while unknown)."""
+    ceiling = known_ceiling(nonce_clock)
+    return str(int(nonce_clock())), "" if ceiling is None else str(ceiling)
 #: How often a call is sent again when its connection turns out closed before it left.
 _CLOSED_CONNECTION_RETRIES = 2
 #: At most this many calls to Redis are under way at once from one limiter (a cluster client
@@ -599,11 +606,7 @@ class RedisLimiter(SharedLimiter):
         ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
         member = self._new_token()
         grace_us = round(RESEED_GRACE * 1_000_000)
-        clock_ms = ceiling_ms = ""
-        if nonce_clock is not None:
-            clock_ms = str(int(nonce_clock()))
-            ceiling = known_ceiling(nonce_clock)
-            ceiling_ms = "" if ceiling is None else str(ceiling)
+        clock_ms, ceiling_ms = ("", "") if nonce_clock is None else _clock_args(nonce_clock)
         args = [
             cap, per_us, timeout_us, member, state.generation, self._new_token(), grace_us,
             clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, ttl_ms, max(_KEY_TTL_MS, ttl_ms),
@@ -655,12 +658,11 @@ class RedisLimiter(SharedLimiter):
         store lost its data)."""
         key_id = admission.key_id
         state = self._key_state(key_id)
-        ceiling = known_ceiling(nonce_clock)
+        clock_ms, ceiling_ms = _clock_args(nonce_clock)
         status, value = await self._run(
             self._draw_script,
             [self.generation_key(key_id), self.nonce_key(key_id)],
-            [state.generation, str(int(nonce_clock())), MAX_NONCE_LEAD_MS,
-             "" if ceiling is None else str(ceiling), _KEY_TTL_MS],
+            [state.generation, clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, _KEY_TTL_MS],
         )
         if int(status) != 0:
             return None
