@@ -258,14 +258,12 @@ class AiohttpTransport:
                     "bytes); it was not read further",
                     status=response.status,
                 )
-        except aiohttp.ConnectionTimeoutError:
-            failure = RequestTimeout(
-                f"no connection to {_where(url)} within {timeout:g} s",
-                may_have_reached_server=False,
-            )
-        except TimeoutError:
-            if record is not None and record[1] == _CONNECTING:
-                # The deadline came before a connection: the request never left.
+        except TimeoutError as exc:
+            # aiohttp's own connect timeout, or the deadline before a connection: the request
+            # never left.
+            if isinstance(exc, aiohttp.ConnectionTimeoutError) or (
+                record is not None and record[1] == _CONNECTING
+            ):
                 failure = RequestTimeout(
                     f"no connection to {_where(url)} within {timeout:g} s",
                     may_have_reached_server=False,
