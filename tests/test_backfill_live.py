@@ -600,3 +600,37 @@ async def test_a_parquet_state_without_row_counts_is_resumed_without_duplicates(
         everything = _digests_of(_everything(box, START, end))
     got = _digests_of_output(out, "parquet")
     assert len(got) == len(set(got)) == 301 and set(got) == everything
+
+
+@pytest.mark.parametrize("how", ["iter_mining_rewards", "backfill_mining_rewards", "jsonl"])
+async def test_a_server_that_caps_its_pages_is_walked_to_the_end(how: str, tmp_path: Path) -> None:
+    # The server gives at most 30 records a page whatever the limit asks (and says so in the
+    # limit it echoes); 25 accounts over 60 days are 1,500 records, 50 capped pages, with
+    # rewards booked while the walk runs.
+    async with Sandbox(mining_accounts=25, rewards_days=60, enforce_limits=False,
+                       max_page=30) as box:
+        end = START + 60 * DAY - 1
+        before = {_key(r) for r in _everything(box, START, end)}
+        _Bookings(box, _during_the_walk(box.mining_account_names))
+        if how == "jsonl":
+            async with _client(box) as client:
+                await backfill_to_file(client, start=START, end=end, path=tmp_path / "r.jsonl")
+            rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+            keys = [(r["miningAccountName"], r["date"], r["totalReward"], r["reward"], r["fee"])
+                    for r in rows]
+        else:
+            keys = await _fetch(box, how, START, end)
+        after = {_key(r) for r in _everything(box, START, end)}
+    assert len(before) == 1500
+    assert len(keys) == len(set(keys)), "a record came back twice"
+    assert set(keys) == after, f"{len(after - set(keys))} of {len(after)} records missed"
+
+
+async def test_a_server_that_caps_its_pages_gives_every_investment() -> None:
+    async with Sandbox(enforce_limits=False) as box:
+        async with _client(box) as client:
+            whole = [i async for i in client.iter_investments_history()]
+        box.max_page = 7
+        async with _client(box) as client:
+            capped = [i async for i in client.iter_investments_history()]
+    assert len(whole) > 7 and capped == whole

@@ -226,17 +226,19 @@ def test_a_records_spelling_does_not_depend_on_its_neighbours_shapes() -> None:
     x = _rec("acc_x", START, reward="00.5")
     odd = [_rec("acc_n", START) | {"fee": 0}, _rec("acc_s", START) | {"date": str(START)},
            _rec("acc_e", START) | {"fee": "1E-2"}, _rec("acc_z", START, fee=None)]
-    alone = WIRE_RECORDS.decode(msgspec.json.encode({"offset": 0, "limit": 100, "data": [x]}))
+    _, alone = WIRE_RECORDS.decode(
+        msgspec.json.encode({"offset": 0, "limit": 100, "data": [x]}))
     assert alone[0].reward == "00.5"
     for neighbour in odd:
         body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [neighbour, x]})
         try:
-            page = WIRE_RECORDS.decode(body)
+            _, page = WIRE_RECORDS.decode(body)
         except txc_async.AnswerFormatError:
             continue  # a shape the typed decoder refuses: the whole page is refused
         assert page[1] == alone[0], neighbour
     body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [odd[0], odd[2], x]})
-    fee0, fee_exp, same = WIRE_RECORDS.decode(body)
+    used, (fee0, fee_exp, same) = WIRE_RECORDS.decode(body)
+    assert used == 100
     assert (fee0.fee, fee_exp.fee, same.reward) == ("0", "0.01", "00.5")
 
 
@@ -267,6 +269,25 @@ def test_an_amount_with_a_huge_exponent_keeps_it() -> None:
 
     body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [
         _rec("acc_a", START) | {"totalReward": "1E+10000000", "fee": "2.5E-3"}]})
-    (record,) = WIRE_RECORDS.decode(body)
+    _, (record,) = WIRE_RECORDS.decode(body)
     assert (record.total_reward, record.fee) == ("1E+10000000", "0.0025")
     assert record_digest(_wire("1E+10000000")) == record_digest(_wire("10E+9999999"))
+
+
+@pytest.mark.parametrize(("count", "asked", "used", "last"), [
+    (100, 100, 100, False),  # a full page
+    (99, 100, 100, True),  # shorter than its limit
+    (30, 100, 30, False),  # the server gave 30 a page, and says so
+    (29, 100, 30, True),
+    (100, 100, 500, False),  # an echo above what was asked changes nothing
+    (50, 100, 500, True),
+    (0, 100, 100, True),  # an empty page always ends the walk
+    (0, 100, 0, True),
+    (3, 100, 0, False),  # records under an echoed 0: read on, the offset moves by 3
+])
+def test_a_page_is_the_last_when_shorter_than_its_limit(
+    count: int, asked: int, used: int, last: bool
+) -> None:
+    from txc_async._walk import is_last
+
+    assert is_last([None] * count, asked, used) is last

@@ -220,6 +220,20 @@ async def test_rewards_default_page_ordering_and_totals(
         assert r["hashRate"].endswith("TH/s")
 
 
+async def test_max_page_caps_pages_and_the_echoed_limit_says_so(
+    box: Sandbox, http: aiohttp.ClientSession
+) -> None:
+    box.max_page = 20
+    _, body = await post(http, box, REWARDS, {"limit": 100, "offset": 5})
+    page = json.loads(body)
+    assert (page["offset"], page["limit"], len(page["data"])) == (5, 20, 20)
+    _, body = await post(http, box, REWARDS, {"limit": 10})
+    assert json.loads(body)["limit"] == 10
+    for wrong in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="max_page"):
+            Sandbox(max_page=wrong)  # type: ignore[arg-type]
+
+
 async def test_rewards_pages_concatenate_to_the_whole_range_exactly_once(
     box: Sandbox, http: aiohttp.ClientSession
 ) -> None:

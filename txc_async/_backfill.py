@@ -22,7 +22,7 @@ from ._validate import (
     check_pattern,
     check_time_range,
 )
-from ._walk import REWARD_RECORDS, RewardsCursor, WireReward, walk_rewards
+from ._walk import REWARD_RECORDS, Page, RewardsCursor, WireReward, walk_rewards
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -147,7 +147,7 @@ async def run_reward_jobs(
     jobs: Iterable[RewardJob],
     *,
     concurrency: int,
-    records: Operation[list[R]],
+    records: Operation[Page[R]],
     cursors: Mapping[int, RewardsCursor[R]] | None = None,
 ) -> AsyncIterator[tuple[RewardJob, list[R], bool]]:
     """Walk ``jobs`` with ``concurrency`` workers; yield ``(job, new records, job finished)``.

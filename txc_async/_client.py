@@ -74,6 +74,7 @@ from ._validate import (
     check_text,
     check_time_range,
 )
+from ._walk import is_last
 
 __all__ = ["DEFAULT_BASE_URL", "EU_BASE_URL", "Client"]
 
@@ -483,9 +484,9 @@ class Client:
             page = await self._call(INVESTMENTS, filters | {"limit": _PAGE_LIMIT, "offset": offset})
             for record in page.records:
                 yield record
-            if len(page.records) < _PAGE_LIMIT:
+            if is_last(page.records, _PAGE_LIMIT, page.limit):
                 return
-            offset += _PAGE_LIMIT
+            offset += len(page.records)
             if offset > _MAX_OFFSET:
                 raise TxcError(
                     f"more than {_MAX_OFFSET + _PAGE_LIMIT} investments match; the API pages no "

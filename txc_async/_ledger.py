@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic
 import msgspec
 
 from ._operations import Operation
-from ._walk import MAX_OFFSET, R, RewardsCursor, walk_rewards
+from ._walk import MAX_OFFSET, Page, R, RewardsCursor, walk_rewards
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -225,15 +225,15 @@ def _span(base: dict[str, Any], lo: int | None, hi: int | None) -> dict[str, Any
 
 
 async def _holds_more(
-    client: Client, piece: Sequence[_Segment], count: int, records: Operation[list[R]]
+    client: Client, piece: Sequence[_Segment], count: int, records: Operation[Page[R]]
 ) -> bool:
     """Whether the server holds more records in ``piece`` than the ``count`` returned there."""
     params = _span(piece[0].range.base, piece[-1].lo, piece[0].hi)
-    page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
+    _used, page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
     return bool(page)
 
 
-async def _read_again(client: Client, segment: _Segment, records: Operation[list[R]]
+async def _read_again(client: Client, segment: _Segment, records: Operation[Page[R]]
                       ) -> list[R]:
     """The records of ``segment`` that were not returned before (now recorded as returned)."""
     rng = segment.range
@@ -251,7 +251,7 @@ async def _read_again(client: Client, segment: _Segment, records: Operation[list
 
 
 async def _search(
-    client: Client, piece: Sequence[_Segment], records: Operation[list[R]], *, known: bool
+    client: Client, piece: Sequence[_Segment], records: Operation[Page[R]], *, known: bool
 ) -> list[tuple[Hashable, list[R]]]:
     """What ``piece`` holds that was not returned (``known``: it holds something)."""
     count = sum(s.count for s in piece)
@@ -270,7 +270,7 @@ async def _search(
 
 
 async def check_rewards(
-    client: Client, ledger: RewardLedger[R], records: Operation[list[R]]
+    client: Client, ledger: RewardLedger[R], records: Operation[Page[R]]
 ) -> AsyncIterator[tuple[Hashable, list[R]]]:
     """``(range key, records)`` for every reward the server holds in the ledger's ranges that
     was not returned: see the module's description. The ledger records them as returned."""
@@ -298,7 +298,7 @@ async def check_rewards(
 
 
 async def every_reward(
-    client: Client, params: dict[str, Any], records: Operation[list[R]]
+    client: Client, params: dict[str, Any], records: Operation[Page[R]]
 ) -> AsyncIterator[list[R]]:
     """Every reward of ``params``'s range exactly once, page by page: the walk, then the check
     (not needed when the walk took one request: that answer held the whole range at once)."""

@@ -5,7 +5,7 @@ booked behind the walk is left to the check that follows it, in ``_ledger``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sized
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -24,9 +24,11 @@ __all__ = [
     "PAGE_LIMIT",
     "REWARD_RECORDS",
     "WIRE_RECORDS",
+    "Page",
     "R",
     "RewardsCursor",
     "WireReward",
+    "is_last",
     "walk_rewards",
 ]
 
@@ -52,6 +54,9 @@ class WireReward(msgspec.Struct, frozen=True, rename="camel"):
     date: int
 
 
+R = TypeVar("R", MiningReward, WireReward)
+
+
 class _WireRewardsPage(msgspec.Struct, frozen=True):
     offset: int
     limit: int
@@ -68,8 +73,13 @@ _decode_wire_page = msgspec.json.Decoder(_WireRewardsPage).decode
 _PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
-def _records(body: bytes) -> list[MiningReward]:
-    return _decode_page(body).data
+#: One page of a walk: the ``limit`` the server's answer says it used, and the page's records.
+Page = tuple[int, list[R]]
+
+
+def _records(body: bytes) -> Page[MiningReward]:
+    page = _decode_page(body)
+    return page.limit, page.data
 
 
 class _RawRewardsPage(msgspec.Struct):
@@ -83,12 +93,13 @@ _AMOUNTS = (
 )
 
 
-def _from_typed(body: bytes) -> list[WireReward]:
+def _from_typed(body: bytes) -> Page[WireReward]:
     """The page read by the typed decoder (tolerant where the API leaves things open, refusing a
     non-finite amount), each amount then spelled as the wire spells it when that is a plain
     decimal string, else written out from the decoded value: a record's spelling never depends
     on what else its page holds."""
-    typed = _records(body)
+    page = _decode_page(body)
+    typed = page.data
     try:
         raw = _decode_raw_page(body).data
     except (msgspec.ValidationError, msgspec.DecodeError):
@@ -109,7 +120,7 @@ def _from_typed(body: bytes) -> list[WireReward]:
         out.append(WireReward(
             record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
         ))
-    return out
+    return page.limit, out
 
 
 #: An amount whose exponent reaches this far keeps its exponent when written: written out, a
@@ -124,37 +135,35 @@ def _written_out(amount: Decimal) -> str:
     return str(amount)
 
 
-def _wire_records(body: bytes) -> list[WireReward]:
+def _wire_records(body: bytes) -> Page[WireReward]:
     """The page's records with their amounts as the wire spells them. A page whose amounts are
     all plain decimal strings is taken as it is; any other goes through the typed decoder, and
     each record still keeps every plain amount as the wire wrote it (see :func:`_from_typed`),
     whatever else its page holds."""
     try:
-        records = _decode_wire_page(body).data
+        page = _decode_wire_page(body)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return _from_typed(body)
     plain = _PLAIN_DECIMAL.fullmatch
-    for record in records:
+    for record in page.data:
         if not (
             plain(record.total_reward) and plain(record.reward) and plain(record.fee)
             and plain(record.fpps_rate)
         ):
             return _from_typed(body)
-    return records
+    return page.limit, page.data
 
 
 #: The rewards operation, answering the records of a page as ``MiningReward``s.
-REWARD_RECORDS: Operation[list[MiningReward]] = Operation(
+REWARD_RECORDS: Operation[Page[MiningReward]] = Operation(
     MINING_REWARDS.name, MINING_REWARDS.method, MINING_REWARDS.path, MINING_REWARDS.scope,
     Auth.SIGNED, MINING_REWARDS.retry_safe, _records,
 )
 #: The rewards operation, answering the records of a page as ``WireReward``s (for exports).
-WIRE_RECORDS: Operation[list[WireReward]] = Operation(
+WIRE_RECORDS: Operation[Page[WireReward]] = Operation(
     MINING_REWARDS.name, MINING_REWARDS.method, MINING_REWARDS.path, MINING_REWARDS.scope,
     Auth.SIGNED, MINING_REWARDS.retry_safe, _wire_records,
 )
-
-R = TypeVar("R", MiningReward, WireReward)
 
 
 def _spelled(record: MiningReward | WireReward) -> Any:
@@ -165,6 +174,15 @@ def _spelled(record: MiningReward | WireReward) -> Any:
         return record
     return (record, str(record.total_reward), str(record.reward), str(record.fee),
             str(record.fpps_rate))
+
+
+def is_last(records: Sized, asked: int, used: int) -> bool:
+    """Whether a page of ``records`` is the last one, asked for with ``limit=asked``, when its
+    answer says it used ``limit=used``: a page shorter than its limit ends the walk. A server
+    that gives fewer records per page than asked says so in the ``limit`` it echoes, and the walk
+    goes on from the records it gave; an empty page always ends it (it could not move on)."""
+    count = len(records)
+    return count == 0 or count < min(asked, used)
 
 
 @dataclass(slots=True)
@@ -186,7 +204,7 @@ class RewardsCursor(Generic[R]):
 
 
 async def walk_rewards(
-    client: Client, cursor: RewardsCursor[R], records: Operation[list[R]]
+    client: Client, cursor: RewardsCursor[R], records: Operation[Page[R]]
 ) -> AsyncIterator[list[R]]:
     """Every reward of ``cursor.params``'s range once, page by page, newest first.
 
@@ -225,7 +243,7 @@ async def walk_rewards(
     limit = PAGE_LIMIT
     while True:
         cursor.requests += 1
-        page = await client._rewards_page(
+        used, page = await client._rewards_page(
             records, cursor.params | {"limit": limit, "offset": cursor.offset}
         )
         boundary = cursor.params.get("to")
@@ -257,7 +275,7 @@ async def walk_rewards(
             fresh.append(record)
             if oldest is None or record.date < oldest:
                 oldest = record.date
-        if len(page) < limit:
+        if is_last(page, limit, used):
             if fresh:
                 yield fresh
             return

@@ -216,6 +216,10 @@ class Sandbox:
     ``clock_offset`` (seconds, settable while running) sets the simulated server's clock that
     far ahead of this machine's (negative: behind): its ``Date`` headers, its nonce window and
     the times in its answers follow that clock, as a real server's would.
+
+    ``max_page`` (settable while running) is the most records one page of rewards or
+    investments holds, whatever ``limit`` asks for; the answer's ``limit`` says what was used, as
+    a server that caps its pages would.
     """
 
     def __init__(
@@ -232,7 +236,10 @@ class Sandbox:
         rewards_days: int = 731,
         clock: Callable[[], float] = time.time,
         clock_offset: float = 0.0,
+        max_page: int = 100,
     ) -> None:
+        if isinstance(max_page, bool) or not isinstance(max_page, int) or max_page < 1:
+            raise ValueError(f"max_page must be a whole number of at least 1, not {max_page!r}")
         self.host = host
         self.port = port
         self.seed = seed
@@ -240,6 +247,7 @@ class Sandbox:
         self.rate_limits = {**DEFAULT_RATE_LIMITS, **(rate_limits or {})}
         self._clock = clock
         self.clock_offset = clock_offset
+        self.max_page = max_page
         self.api_key = f"sandbox-key-{seed}"
         self.api_secret = hashlib.sha256(f"sandbox-secret-{seed}".encode()).hexdigest()[:40]
         self.oauth_client_id = f"sandbox-client-{seed}"
@@ -517,6 +525,7 @@ class Sandbox:
         limit = self._int_param(params, "limit", 1, 100, 30)
         offset = self._int_param(params, "offset", 0, 10000, 0)
         assert limit is not None and offset is not None
+        limit = min(limit, self.max_page)
         account = params.get("account")
         if account is not None and not isinstance(account, str):
             raise _validation(400, 0, "Validation failed",
@@ -567,6 +576,7 @@ class Sandbox:
         limit = self._int_param(params, "limit", 1, 100, 100)
         offset = self._int_param(params, "offset", 0, 10000, 0)
         assert limit is not None and offset is not None
+        limit = min(limit, self.max_page)
         records = self.investments.query(ident, ticker, status)
         return {"offset": offset, "limit": limit, "records": records[offset : offset + limit]}
 
