@@ -143,9 +143,99 @@ def test_the_tolerant_reading_equals_the_fast_one_on_regular_answers() -> None:
 
 
 def test_balances_without_a_value_are_left_out() -> None:
-    body = b'{"BTC": {"main_balance": "0.5"}, "ETH": {"main_balance": ""}, "SOL": {}}'
+    body = b'{"BTC": {"main_balance": "0.5"}, "ETH": {"main_balance": ""}, "SOL": null}'
+    with pytest.raises(AnswerFormatError):  # null is not an asset's entry
+        BALANCE.decode(body)
+    body = (b'{"BTC": {"main_balance": "0.5"}, "ETH": {"main_balance": ""}, '
+            b'"SOL": {"main_balance": null}}')
     assert BALANCE.decode(body) == {"BTC": Decimal("0.5")}
     assert BALANCE.decode(b"[]") == {}
+
+
+@pytest.mark.parametrize("body", [
+    b'{"BTC": {"Main_Balance": "0.1"}}',
+    b'{"BTC": {"mainBalance": "0.1"}}',
+    b'{"BTC": {"main_balance": "0.1"}, "ETH": {"balance": "3"}}',
+    b'{"BTC": {"main_balance": "0.1"}, "SOL": {}}',
+    b'{"data": {"BTC": {"main_balance": "0.1"}}}',
+    b'{"errors": {"nonce": ["The nonce is invalid."]}}',
+])
+async def test_an_asset_without_main_balance_is_no_balance_it_is_refused(body: bytes) -> None:
+    # Read as "no balance", a renamed field or a wrapper would hide money that is there.
+    client, _ = make_client(RawResponse(200, {}, body))
+    with pytest.raises(AnswerFormatError, match="no main_balance at") as caught:
+        await client.main_balance()
+    assert "accepted" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("body", "kind"), [
+    (b'{"BTC": {"main_balance": "0.1"}, "BTC": {"main_balance": "99"}}', "balance"),
+    (b'{"BTC": {"main_balance": "0.1", "main_balance": "99"}}', "balance"),
+    (b'{"main_balance": {"main_balance": "1"}, "X": {"main_balance": "2", "main_balance": "3"}}',
+     "balance"),
+    (encode(order_answer()).replace(b'"amount": "0.001"', b'"amount": "0.001", "amount": "1000"'),
+     "order"),
+    (encode(order_answer()).replace(b'"otoId": 777', b'"otoId": 777, "otoId": 778'), "order"),
+    (b'{"data": {"name": "acc_1", "createdAt": 1, "name": "acc_2"}}', "account"),
+])
+async def test_an_answer_naming_a_key_twice_is_refused(body: bytes, kind: str) -> None:
+    from txc_async._decoding import has_duplicate_keys
+
+    assert json.loads(body) and has_duplicate_keys(body)  # valid JSON; a key repeats
+    client, transport = make_client(RawResponse(200, {}, body))
+    call = {
+        "balance": client.main_balance,
+        "order": lambda: client.collateral_stop_limit_order(**ORDER_ARGS),
+        "account": lambda: client.create_mining_account(name="acc_1"),
+    }[kind]
+    with pytest.raises(AnswerFormatError, match="a key named twice") as caught:
+        await call()
+    assert ("accepted the request" in str(caught.value)) is (kind != "balance")
+    if kind != "balance":
+        assert len(transport.sent) == 1, "a write is never sent again"
+
+
+async def test_main_balance_named_in_text_but_never_twice_reads_as_it_is() -> None:
+    body = (b'{"main_balance": {"main_balance": "1.5"}, '
+            b'"BTC": {"main_balance": "2", "n": "main_balance"}}')
+    client, _ = make_client(RawResponse(200, {}, body))
+    assert await client.main_balance() == {"main_balance": Decimal("1.5"), "BTC": Decimal("2")}
+
+
+@pytest.mark.parametrize("status", [200, 201])
+async def test_a_data_map_of_lists_is_a_token_refusal_only_for_the_oauth_refresh(
+    status: int
+) -> None:
+    # A write answered 2xx with a shape it cannot read took effect, most likely: never
+    # reported as refused (the caller would send it again).
+    body = b'{"data": {"name": ["acc_1"]}}'
+    client, _ = make_client(RawResponse(status, {}, body))
+    with pytest.raises(AnswerFormatError, match="accepted the request"):
+        await client.create_mining_account(name="acc_1")
+    client, _ = make_client(RawResponse(status, {}, b'{"data": {"hashrate": []}}'))
+    with pytest.raises(AnswerFormatError):
+        await client.mining_hashrate()
+    client, _ = make_client(RawResponse(400, {}, b'{"data": {"token": ["Invalid token."]}}'))
+    with pytest.raises(txc_async.AuthenticationError, match="Invalid token"):
+        await client.refresh_oauth_token(client_id="c", client_secret="s", refresh_token="t")
+    client, _ = make_client(RawResponse(400, {}, body))
+    with pytest.raises(txc_async.ValidationError) as refused:
+        await client.create_mining_account(name="acc_1")
+    assert refused.value.errors == {"name": ["acc_1"]}
+    client, _ = make_client(RawResponse(401, {}, body))
+    with pytest.raises(txc_async.AuthenticationError):
+        await client.create_mining_account(name="acc_1")
+
+
+def test_integer_statuses_written_as_digits_read_as_those_integers() -> None:
+    record = investment(status="2")
+    record["plan"] = {**record["plan"], "status": "1"}
+    page = INVESTMENTS.decode(encode({"offset": 0, "limit": 100, "records": [record]}))
+    (read,) = page.records
+    assert read.status is InvestmentStatus.CLOSED and read.plan.status is PlanStatus.ACTIVE
+    with pytest.raises(AnswerFormatError):
+        INVESTMENTS.decode(encode({"offset": 0, "limit": 100,
+                                   "records": [investment(status="one")]}))
 
 
 async def test_an_unreadable_write_answer_says_the_request_was_accepted() -> None:
@@ -198,14 +288,18 @@ async def test_an_error_shape_in_a_success_answer_stays_an_api_error() -> None:
 
 @pytest.mark.parametrize(("body", "error"), [
     (b'{"error": {"message": "Internal server error.", "code": 500}}', txc_async.ApiError),
-    (b'{"data": {"token": ["Invalid token."]}}', txc_async.AuthenticationError),
+    (b'{"code": 0, "message": "Validation failed", "errors": {"nonce": ["too old"]}}',
+     txc_async.ValidationError),
+    (b'{"data": {"token": ["Invalid token."]}}', AnswerFormatError),
 ])
-async def test_an_error_body_that_reads_as_an_empty_balance_is_the_error(
+async def test_an_error_body_at_200_is_never_a_balance(
     body: bytes, error: type[Exception]
 ) -> None:
-    """A map of balances reads almost any object; an error body at 200 that it reads as no
-    balance at all is the error it is, not an empty balance."""
-    assert BALANCE.decode(body) == {}
+    """A map of balances reads almost any object; an error body at 200 is the error it says,
+    and a shape that is not a balance's (the OAuth refusal is the OAuth refresh's) is
+    unreadable, never an empty balance."""
+    with pytest.raises(AnswerFormatError):
+        BALANCE.decode(body)
     client, _ = make_client(RawResponse(200, {}, body))
     with pytest.raises(error):
         await client.main_balance()

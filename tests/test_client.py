@@ -660,7 +660,8 @@ async def test_validation_error_keeps_field_messages(
         (200, {"success": False, "message": {"market": ["bad"]}, "result": None}, ValidationError,
          None),
         (422, {"market": ["The market field is required."]}, ValidationError, None),
-        (400, {"data": {"token": ["Invalid token."]}}, AuthenticationError, None),
+        # The OAuth refusal's shape, in another operation's answer: its fields were refused.
+        (400, {"data": {"token": ["Invalid token."]}}, ValidationError, None),
         (418, {"something": "else"}, ApiError, None),
     ],
 )

@@ -67,7 +67,8 @@ def test_text_that_looks_non_finite_is_read_as_text() -> None:
     assert rewards.data[0].hash_rate == "Infinity TH/s"
     assert rewards.data[0].mining_account_name == "info_nan"
     assert COLLATERAL_STOP_LIMIT.decode(encode(order())).client_order_id == "nan-inf"
-    assert BALANCE.decode(b'{"NAN": {"main_balance": "1"}, "INF": {}}') == {"NAN": Decimal(1)}
+    assert BALANCE.decode(b'{"NAN": {"main_balance": "1"}, "INF": {"main_balance": ""}}') == {
+        "NAN": Decimal(1)}
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)

@@ -128,8 +128,13 @@ def _is_message_list_map(data: object) -> bool:
     )
 
 
-def error_from_body(status: int, data: object) -> ApiError | None:
-    """The error an answer body describes, recognised by its shape; None when it is not one."""
+def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError | None:
+    """The error an answer body describes, recognised by its shape; None when it is not one.
+
+    ``oauth``: the answer is the OAuth refresh's, whose refusal is ``{data: {token: [...]}}``;
+    the same shape in another operation's answer is a refusal only with an error status (at
+    2xx it may be the operation's own data, such as a mining account's ``{data: {name: ...}}``).
+    """
     if not isinstance(data, dict):
         return None
     code: int | None = None
@@ -153,13 +158,16 @@ def error_from_body(status: int, data: object) -> ApiError | None:
             message = "request refused"
         else:
             message = _text(message_value) if message_value is not None else "request refused"
-    elif set(data) == {"data"} and _is_message_list_map(data["data"]):
-        # OAuth refusal {data: {token: [...]}}.
-        return AuthenticationError(
-            "; ".join(m for ms in data["data"].values() for m in ms) or "token refused",
-            status=status,
-            errors=_field_errors(data["data"]),
-        )
+    elif set(data) == {"data"} and _is_message_list_map(data["data"]) and (
+        oauth or status >= 400
+    ):
+        messages = "; ".join(m for ms in data["data"].values() for m in ms)
+        errors = _field_errors(data["data"])
+        if oauth:
+            # OAuth refusal {data: {token: [...]}}.
+            return AuthenticationError(messages or "token refused", status=status, errors=errors)
+        # Field messages under data, from another operation: classified as any refusal.
+        message = messages or "request refused"
     elif set(data) == {"error"}:
         return ApiError(
             "; ".join(_messages(data["error"])) or "error", status=status, errors={}
@@ -185,9 +193,12 @@ def error_from_body(status: int, data: object) -> ApiError | None:
     return ApiError(message, status=status, code=code, errors=errors)
 
 
-def decode_answer(raw: RawResponse, decode: Callable[[bytes], T], signed: bool = True) -> T:
+def decode_answer(
+    raw: RawResponse, decode: Callable[[bytes], T], signed: bool = True, oauth: bool = False
+) -> T:
     """The typed result of ``raw``, or the error it carries. ``signed``: the request carried a
-    nonce (only then can a JSON 429 be a refused nonce).
+    nonce (only then can a JSON 429 be a refused nonce); ``oauth``: the answer is the OAuth
+    refresh's (see :func:`error_from_body`).
 
     Raises :class:`RateLimited` / :class:`NonceRefused` for refusals the client retries itself,
     :class:`AnswerFormatError` for a success answer that cannot be read,
@@ -211,7 +222,7 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T], signed: bool =
         # outside the except clauses: no internal exception rides along as context.
         data = _try_json(body)
         if data is not None:
-            error = error_from_body(status, data)
+            error = error_from_body(status, data, oauth)
             if error is not None:
                 _raise_error(error, headers, status)
         if unreadable is None:
@@ -229,7 +240,7 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T], signed: bool =
                     retry_after=parse_retry_after(headers),
                 )
             )
-        error = error_from_body(status, data)
+        error = error_from_body(status, data, oauth)
         if error is None or not signed or not _is_nonce_refusal(error.message):
             # A JSON 429 that is not about the nonce ("Too Many Attempts.", anything else):
             # a rate limit, which pauses the scope.
@@ -255,13 +266,13 @@ def decode_answer(raw: RawResponse, decode: Callable[[bytes], T], signed: bool =
     if status >= 500:
         detail = ""
         if data is not None:
-            found = error_from_body(status, data)
+            found = error_from_body(status, data, oauth)
             if found is not None:
                 detail = f": {found.message}"
         raise TransportError(f"server error{detail}", status=status)
     if data is None:
         raise TransportError("the answer is not JSON", status=status)
-    error = error_from_body(status, data)
+    error = error_from_body(status, data, oauth)
     if error is None:
         error = ApiError("unexpected error answer", status=status)
     _raise_error(error, headers, status)

@@ -15,6 +15,7 @@ is guessed.
 from __future__ import annotations
 
 import enum
+import json
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -28,7 +29,7 @@ import msgspec.inspect as mi
 
 from ._errors import AnswerFormatError
 
-__all__ = ["AnswerDecoder"]
+__all__ = ["AnswerDecoder", "Unreadable", "has_duplicate_keys"]
 
 R = TypeVar("R")
 W = TypeVar("W")
@@ -113,6 +114,40 @@ def _is_decimal(info: mi.Type) -> bool:
     return isinstance(info, mi.DecimalType)
 
 
+class Unreadable(Exception):
+    """Raised by an operation's result function: the answer fits its type, but what it says
+    cannot be read (the message says why). The decoder turns it into
+    :class:`AnswerFormatError`."""
+
+
+class _Twice(Exception):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Twice
+    return obj
+
+
+def has_duplicate_keys(body: bytes) -> bool:
+    """Whether an object of the JSON ``body`` names a key twice (msgspec, like most JSON readers,
+    keeps the last one silently). False when ``body`` is not JSON Python's reader takes."""
+    try:
+        json.loads(body, object_pairs_hook=_unique, parse_int=str, parse_float=str,
+                   parse_constant=str)
+    except _Twice:
+        return True
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+def _always(body: bytes, answer: object) -> bool:
+    return True
+
+
 class _Unfit(Exception):
     """Internal: the answer does not fit the type at ``path``."""
 
@@ -126,6 +161,11 @@ class AnswerDecoder(Generic[W, R]):
     ``write`` marks operations that change something (an :class:`AnswerFormatError` then says
     that the server accepted the request); ``secret_answer`` marks answers that carry tokens, of
     which an error keeps only the shape.
+
+    An answer that names a key twice in one object says two things: it is refused. A write's
+    answer (small, and it says what the server did) is looked at for that every time; another
+    answer when ``twice(body, answer)``, a cheap test that is true whenever a key may be named
+    twice (the balance: more ``"main_balance"`` in the text than assets read).
     """
 
     def __init__(
@@ -136,6 +176,7 @@ class AnswerDecoder(Generic[W, R]):
         write: bool,
         secret_answer: bool = False,
         checked_result: type | None = None,
+        twice: Callable[[bytes, W], bool] | None = None,
     ) -> None:
         self._strict: Callable[[bytes], W] = msgspec.json.Decoder(wire).decode
         self._info = mi.type_info(wire)
@@ -148,23 +189,37 @@ class AnswerDecoder(Generic[W, R]):
         self._finite = _finite_value(
             mi.type_info(checked_result) if checked_result is not None else self._info
         )
+        self._twice: Callable[[bytes, W], bool] | None = _always if write else twice
 
     def __call__(self, body: bytes) -> R:
         try:
             answer = self._strict(body)
         except _STRICT_FAILURES:
-            return self._result(self.tolerant(body))
+            return self._read(body, self.tolerant(body))
         finite = self._finite
         if finite is None:
-            return self._result(answer)
+            return self._read(body, answer)
         if self._check_result:
-            result = self._result(answer)
+            result = self._read(body, answer)
             if finite(result):
                 return result
         elif finite(answer):
-            return self._result(answer)
+            return self._read(body, answer)
         # The careful reading names the first non-finite number and refuses the answer.
-        return self._result(self.tolerant(body))
+        return self._read(body, self.tolerant(body))
+
+    def _read(self, body: bytes, answer: W) -> R:
+        """The result of a decoded ``answer``, unless it cannot be read."""
+        twice = self._twice
+        reason: str
+        if twice is not None and twice(body, answer) and has_duplicate_keys(body):
+            reason = "a key named twice in one object"
+        else:
+            try:
+                return self._result(answer)
+            except Unreadable as exc:
+                reason = str(exc)
+        raise AnswerFormatError(reason, body=self.kept_body(body), write=self.write)
 
     def tolerant(self, body: bytes) -> W:
         """The careful reading of ``body``; raises :class:`AnswerFormatError` when it does not
@@ -318,6 +373,8 @@ def _integer(value: object, path: str) -> int:
 
 def _enum_value(cls: type[enum.Enum], value: object, path: str) -> object:
     wire_type = int if issubclass(cls, int) else str
+    if wire_type is int and isinstance(value, (str, Decimal)):
+        value = _integer(value, path)  # digits in a string, or 2.0: the integer they spell
     if isinstance(value, bool) or not isinstance(value, wire_type):
         raise _Unfit(path, f"expected {'an integer' if wire_type is int else 'a string'}, "
                            f"got {_kind(value)}")
@@ -334,13 +391,19 @@ def _struct(info: mi.StructType, value: object, path: str) -> object:
     for field in info.fields:
         where = f"{path}.{field.encode_name}"
         raw = value.get(field.encode_name, msgspec.NODEFAULT)
-        if raw is msgspec.NODEFAULT or (raw is None and not field.required):
+        if raw is msgspec.NODEFAULT:
             if not field.required:
                 continue  # the struct's default
             if _nullable(field.type):
                 kwargs[field.name] = None
                 continue
             raise _Unfit(where, "missing")
+        if raw is None and not field.required:
+            # null: None where the field takes it (its default may tell "missing" apart),
+            # else the struct's default.
+            if _nullable(field.type):
+                kwargs[field.name] = None
+            continue
         kwargs[field.name] = _convert(field.type, raw, where)
     # The constructor does not check types, so an unlisted enum value stays as it came.
     return info.cls(**kwargs)

@@ -258,4 +258,5 @@ class _OAuthEnvelope(msgspec.Struct, frozen=True):
 
 
 class _Balance(msgspec.Struct, frozen=True, gc=False):
-    main_balance: Decimal | None = None
+    # Unset: the asset's entry has no main_balance at all (not the shape of a balance).
+    main_balance: Decimal | msgspec.UnsetType | None = msgspec.UNSET

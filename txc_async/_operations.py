@@ -9,7 +9,9 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from ._decoding import AnswerDecoder
+import msgspec
+
+from ._decoding import AnswerDecoder, Unreadable
 from ._models import (
     CollateralOrder,
     Hashrate,
@@ -73,12 +75,24 @@ def _ping(answer: list[str]) -> bool:
 
 
 def _balance(answer: dict[str, _Balance]) -> dict[str, Decimal]:
-    # An asset whose balance is empty or missing is left out, like an asset with none.
-    return {
+    # An asset whose balance is empty ("" or null) is left out, like an asset with none.
+    balance = {
         ticker: entry.main_balance
         for ticker, entry in answer.items()
-        if entry.main_balance is not None
+        if type(entry.main_balance) is Decimal
     }
+    if len(balance) < len(answer):
+        for ticker, entry in answer.items():
+            if entry.main_balance is msgspec.UNSET:
+                # Another shape (a renamed field, a wrapper): reading it as no balance would be
+                # a wrong value.
+                raise Unreadable(f"no main_balance at $.{ticker}")
+    return balance
+
+
+def _balance_twice(body: bytes, answer: dict[str, _Balance]) -> bool:
+    # Every asset read has one "main_balance": any more in the text may be a key named twice.
+    return body.count(b'"main_balance"') != len(answer)
 
 
 def _mining_account(answer: _MiningAccountEnvelope) -> MiningAccount:
@@ -99,7 +113,8 @@ PING: Operation[bool] = Operation(
 )
 BALANCE: Operation[dict[str, Decimal]] = Operation(
     "main_balance", "POST", "/api/v4/main-account/balance", "main_balance", Auth.SIGNED, True,
-    AnswerDecoder(dict[str, _Balance], _balance, write=False, checked_result=dict[str, Decimal]),
+    AnswerDecoder(dict[str, _Balance], _balance, write=False, checked_result=dict[str, Decimal],
+                  twice=_balance_twice),
 )
 INVESTMENTS: Operation[InvestmentsPage] = Operation(
     "investments_history", "POST", "/api/v4/main-account/smart/investments", "investments",

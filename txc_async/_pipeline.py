@@ -415,7 +415,7 @@ class Pipeline:
                     first_answer.leave(answered=True)
                     first = False
                 try:
-                    result = decode_answer(raw, op.decode, signed)
+                    result = decode_answer(raw, op.decode, signed, op.auth is _FORM)
                 except RateLimited as signal:
                     # Sent again once the pause is over, unless it is a write the answer does
                     # not show was refused (a throttling message in a success answer).
