@@ -614,3 +614,110 @@ def test_fault_kinds_are_listed() -> None:
 
     assert {"oto_empty_leg", "unlisted_status", "non_finite", "oversized",
             "malformed_http"} <= FAULT_KINDS
+
+
+def _paged_client(answer: Any) -> tuple[txc_async.Client, Any]:
+    """A client whose every request is answered with ``answer(params)``: (status, JSON value)."""
+
+    def respond(body: bytes | None) -> RawResponse:
+        status, value = answer(json.loads(body or b"{}"))
+        return RawResponse(status, {}, json.dumps(value).encode())
+
+    return make_client(respond)
+
+
+REWARD = {"miningAccountName": "a", "totalReward": "1", "reward": "1", "fee": "0",
+          "fppsRate": "1", "hashRate": "1", "date": 1704067200}
+THROTTLED_PAGE = {"offset": 0, "limit": 100, "data": [], "code": 0,
+                  "message": "Too Many Attempts.", "errors": {}}
+
+
+@pytest.mark.parametrize("how", ["iter_mining_rewards", "mining_rewards", "backfill"])
+async def test_an_error_in_the_shape_of_an_empty_page_is_the_error(how: str) -> None:
+    # A 200 that fits a page (offset, limit, no records) and says it was throttled: the error
+    # it says (a throttle, sent again), never an empty last page that ends a walk.
+    answers = iter([(200, THROTTLED_PAGE)])
+    client, transport = _paged_client(
+        lambda params: next(answers, (200, {"offset": 0, "limit": 100, "data": [REWARD]})))
+    async with client:
+        if how == "iter_mining_rewards":
+            got = [r async for r in client.iter_mining_rewards(start=1704067200 - 10,
+                                                               end=1704067200 + 10)]
+        elif how == "mining_rewards":
+            got = (await client.mining_rewards()).data
+        else:
+            got = [r async for r in txc_async.backfill_mining_rewards(
+                client, start=1704067200 - 10, end=1704067200 + 10)]
+    assert len(got) == 1 and len(transport.sent) >= 2
+    client, _ = _paged_client(lambda params: (200, {**THROTTLED_PAGE, "code": None,
+                                                   "success": False, "message": "Unavailable"}))
+    with pytest.raises(txc_async.ApiError, match="Unavailable"):
+        [r async for r in client.iter_mining_rewards(start=1, end=2)]
+    page = {"offset": 0, "limit": 100, "records": [], "success": False, "message": "Unavailable"}
+    client, _ = _paged_client(lambda params: (200, page))
+    with pytest.raises(txc_async.ApiError, match="Unavailable"):
+        await client.investments_history()
+
+
+def _investments_server(total: int, cap: int) -> Any:
+    records = [investment(id=f"inv-{i}") for i in range(total)]
+
+    def answer(params: dict[str, Any]) -> tuple[int, Any]:
+        limit, offset = params["limit"], params["offset"]
+        assert 1 <= limit <= 100 and 0 <= offset <= 10_000, "out of the API's bounds"
+        used = min(limit, cap)
+        return 200, {"offset": offset, "limit": used, "records": records[offset:offset + used]}
+
+    return answer
+
+
+@pytest.mark.parametrize(("total", "cap"), [(10_029, 30), (10_006, 7), (10_099, 100)])
+async def test_short_pages_are_read_to_the_deepest_offset_once(total: int, cap: int) -> None:
+    client, transport = _paged_client(_investments_server(total, cap))
+    async with client:
+        ids = [i.id async for i in client.iter_investments_history()]
+    assert len(ids) == len(set(ids)) == total
+    assert max(json.loads(sent[3])["offset"] for sent in transport.sent) == 10_000
+
+
+async def test_more_investments_than_the_deepest_offset_reaches_are_counted_right() -> None:
+    client, _ = _paged_client(_investments_server(10_010, 10))
+    async with client:
+        with pytest.raises(txc_async.TxcError, match="more than 10010 investments match"):
+            async for _ in client.iter_investments_history():
+                pass
+
+
+@pytest.mark.parametrize("body", [
+    rb'{"BTC": {"main_balance": "1", "main\u005fbalance": "999"}}',
+    rb'{"B\u0054C": {"main_balance": "1"}, "BTC": {"main_balance": "999"}}',
+])
+def test_a_key_named_twice_through_an_escape_is_refused(body: bytes) -> None:
+    with pytest.raises(AnswerFormatError, match="a key named twice"):
+        BALANCE.decode(body)
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_write_answer_that_cannot_be_searched_for_keys_named_twice_is_refused(
+    deep: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from txc_async import _decoding
+    from txc_async._operations import CREATE_MINING_ACCOUNT
+
+    # Bytes that are not UTF-8, in a string msgspec skips: still searched.
+    body = b'{"data": {"name": "first", "createdAt": 1, "name": "second", "note": "caf\xe9"}}'
+    once = body.replace(b', "name": "second"', b"")
+    if deep:
+        # Nested deeper than Python's reader goes (msgspec reads deeper): what cannot be
+        # searched is refused, even without a key named twice.
+        def too_deep(*args: Any, **kwargs: Any) -> Any:
+            raise RecursionError
+
+        monkeypatch.setattr(_decoding.json, "loads", too_deep)
+        body = once
+    with pytest.raises(AnswerFormatError,
+                       match="too deeply nested" if deep else "a key named twice") as caught:
+        CREATE_MINING_ACCOUNT.decode(body)
+    assert "accepted the request" in str(caught.value)
+    if not deep:
+        assert CREATE_MINING_ACCOUNT.decode(once).name == "first"

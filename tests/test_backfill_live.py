@@ -634,3 +634,22 @@ async def test_a_server_that_caps_its_pages_gives_every_investment() -> None:
         async with _client(box) as client:
             capped = [i async for i in client.iter_investments_history()]
     assert len(whole) > 7 and capped == whole
+
+
+@pytest.mark.parametrize(("accounts", "ends"), [(10_029, "whole"), (10_031, "refused")])
+async def test_one_date_over_capped_pages_is_read_to_the_deepest_offset(
+    accounts: int, ends: str
+) -> None:
+    # Every reward on one date: the walk pages through the date itself, 30 a page, down to the
+    # API's deepest offset (10,000), where the last 29 are one page; 31 are one too many.
+    box = Sandbox(mining_accounts=accounts, rewards_days=1, enforce_limits=False, max_page=30)
+    async with box, _client(box) as client:
+        walk = client.iter_mining_rewards(start=START, end=START + DAY - 1)
+        if ends == "refused":
+            with pytest.raises(txc_async.TxcError, match="more than 10030 rewards share"):
+                async for _ in walk:
+                    pass
+            return
+        got = [r async for r in walk]
+    keys = {(r.mining_account_name, r.date) for r in got}
+    assert len(got) == len(keys) == accounts

@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -31,9 +31,10 @@ SETTINGS = settings(
 
 
 class MemoryTransport:
-    """A transport that records requests and answers with a fixed response."""
+    """A transport that records requests and answers with a fixed response, or with what
+    ``answer(body)`` gives for each request's body."""
 
-    def __init__(self, answer: RawResponse) -> None:
+    def __init__(self, answer: RawResponse | Callable[[bytes | None], RawResponse]) -> None:
         self.answer = answer
         self.sent: list[tuple[str, URL, Mapping[str, str] | None, bytes | None]] = []
 
@@ -42,13 +43,16 @@ class MemoryTransport:
         timeout: float,
     ) -> RawResponse:
         self.sent.append((method, url, headers, body))
-        return self.answer
+        answer = self.answer
+        return answer if isinstance(answer, RawResponse) else answer(body)
 
     async def aclose(self) -> None:
         pass
 
 
-def make_client(answer: RawResponse) -> tuple[txc_async.Client, MemoryTransport]:
+def make_client(
+    answer: RawResponse | Callable[[bytes | None], RawResponse],
+) -> tuple[txc_async.Client, MemoryTransport]:
     transport = MemoryTransport(answer)
     client = txc_async.Client(
         api_key=KEY, api_secret=SECRET, base_url="https://api.example.test",

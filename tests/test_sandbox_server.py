@@ -232,6 +232,9 @@ async def test_max_page_caps_pages_and_the_echoed_limit_says_so(
     for wrong in (0, -1, True, 2.5):
         with pytest.raises(ValueError, match="max_page"):
             Sandbox(max_page=wrong)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="max_page"):
+            box.max_page = wrong  # type: ignore[assignment]
+    assert box.max_page == 20
 
 
 async def test_rewards_pages_concatenate_to_the_whole_range_exactly_once(

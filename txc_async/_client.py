@@ -480,18 +480,24 @@ class Client:
         """Every investment matching the filters, page by page."""
         filters = _investment_filters(id=id, ticker=ticker, status=status)
         offset = 0
+        # Records of the page at the deepest offset that were returned before it.
+        skip = 0
         while True:
             page = await self._call(INVESTMENTS, filters | {"limit": _PAGE_LIMIT, "offset": offset})
-            for record in page.records:
+            records = page.records
+            for record in records[skip:] if skip else records:
                 yield record
-            if is_last(page.records, _PAGE_LIMIT, page.limit):
+            if is_last(records, _PAGE_LIMIT, page.limit):
                 return
-            offset += len(page.records)
-            if offset > _MAX_OFFSET:
+            if offset >= _MAX_OFFSET:
                 raise TxcError(
-                    f"more than {_MAX_OFFSET + _PAGE_LIMIT} investments match; the API pages no "
-                    "further: narrow the filters (ticker, status)"
+                    f"more than {offset + len(records)} investments match; the API pages no "
+                    f"deeper than offset {_MAX_OFFSET}: narrow the filters (ticker, status)"
                 )
+            # Never past the deepest offset: a server that gives short pages is read to it.
+            following = offset + len(records)
+            offset = min(following, _MAX_OFFSET)
+            skip = following - offset
 
     async def collateral_stop_limit_order(
         self,

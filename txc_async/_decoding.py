@@ -131,16 +131,19 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def has_duplicate_keys(body: bytes) -> bool:
+def has_duplicate_keys(body: bytes) -> bool | None:
     """Whether an object of the JSON ``body`` names a key twice (msgspec, like most JSON readers,
-    keeps the last one silently). False when ``body`` is not JSON Python's reader takes."""
+    keeps the last one silently); None when that cannot be told (nested too deeply for Python's
+    reader, or text it refuses where msgspec skipped it)."""
     try:
-        json.loads(body, object_pairs_hook=_unique, parse_int=str, parse_float=str,
-                   parse_constant=str)
+        # Read as msgspec reads it: a byte order mark, control characters in strings and bytes
+        # that are not UTF-8 (inside strings it skips) are no reason to stop.
+        json.loads(body.decode("utf-8-sig", "surrogateescape"), object_pairs_hook=_unique,
+                   parse_int=str, parse_float=str, parse_constant=str, strict=False)
     except _Twice:
         return True
     except (ValueError, RecursionError):
-        return False
+        return None
     return False
 
 
@@ -212,7 +215,11 @@ class AnswerDecoder(Generic[W, R]):
         """The result of a decoded ``answer``, unless it cannot be read."""
         twice = self._twice
         reason: str
-        if twice is not None and twice(body, answer) and has_duplicate_keys(body):
+        duplicates = twice is not None and twice(body, answer) and has_duplicate_keys(body)
+        if duplicates is None:
+            # What cannot be checked is not taken on trust.
+            reason = "too deeply nested, or not text, to check that no key is named twice"
+        elif duplicates:
             reason = "a key named twice in one object"
         else:
             try:

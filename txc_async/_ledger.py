@@ -229,7 +229,7 @@ async def _holds_more(
 ) -> bool:
     """Whether the server holds more records in ``piece`` than the ``count`` returned there."""
     params = _span(piece[0].range.base, piece[-1].lo, piece[0].hi)
-    _used, page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
+    page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
     return bool(page)
 
 

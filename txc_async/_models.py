@@ -138,6 +138,10 @@ class InvestmentsPage(msgspec.Struct, frozen=True):
     limit: int
     records: list[Investment]
 
+    def __bool__(self) -> bool:
+        """True when the page holds records."""
+        return bool(self.records)
+
 
 class OtoOrder(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """The stop-loss / take-profit legs attached to an order."""
@@ -194,6 +198,10 @@ class RewardsPage(msgspec.Struct, frozen=True):
     offset: int
     limit: int
     data: list[MiningReward]
+
+    def __bool__(self) -> bool:
+        """True when the page holds records."""
+        return bool(self.data)
 
 
 class HashratePoint(msgspec.Struct, frozen=True, gc=False):

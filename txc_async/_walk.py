@@ -73,13 +73,26 @@ _decode_wire_page = msgspec.json.Decoder(_WireRewardsPage).decode
 _PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
-#: One page of a walk: the ``limit`` the server's answer says it used, and the page's records.
-Page = tuple[int, list[R]]
+_T = TypeVar("_T")
+
+
+class Page(list[_T]):
+    """One page of a walk: its records, and the ``limit`` the server's answer says it used.
+
+    A page without records is false, as an empty list is: an error body in a page's shape
+    (``{"offset": 0, "limit": 100, "data": [], "message": ...}``) is then the error it says (see
+    ``decode_answer``), never an empty last page."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, records: list[_T], limit: int) -> None:
+        super().__init__(records)
+        self.limit = limit
 
 
 def _records(body: bytes) -> Page[MiningReward]:
     page = _decode_page(body)
-    return page.limit, page.data
+    return Page(page.data, page.limit)
 
 
 class _RawRewardsPage(msgspec.Struct):
@@ -120,7 +133,7 @@ def _from_typed(body: bytes) -> Page[WireReward]:
         out.append(WireReward(
             record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
         ))
-    return page.limit, out
+    return Page(out, page.limit)
 
 
 #: An amount whose exponent reaches this far keeps its exponent when written: written out, a
@@ -151,7 +164,7 @@ def _wire_records(body: bytes) -> Page[WireReward]:
             and plain(record.fpps_rate)
         ):
             return _from_typed(body)
-    return page.limit, page.data
+    return Page(page.data, page.limit)
 
 
 #: The rewards operation, answering the records of a page as ``MiningReward``s.
@@ -243,7 +256,7 @@ async def walk_rewards(
     limit = PAGE_LIMIT
     while True:
         cursor.requests += 1
-        used, page = await client._rewards_page(
+        page = await client._rewards_page(
             records, cursor.params | {"limit": limit, "offset": cursor.offset}
         )
         boundary = cursor.params.get("to")
@@ -275,7 +288,7 @@ async def walk_rewards(
             fresh.append(record)
             if oldest is None or record.date < oldest:
                 oldest = record.date
-        if is_last(page, limit, used):
+        if is_last(page, limit, page.limit):
             if fresh:
                 yield fresh
             return
@@ -286,12 +299,14 @@ async def walk_rewards(
             cursor.seen = {_spelled(r) for r in at_oldest}
             cursor.offset = len(at_oldest)
         else:
-            cursor.offset += len(page)
-            if cursor.offset > MAX_OFFSET:
+            if cursor.offset >= MAX_OFFSET:
                 raise TxcError(
-                    f"mining_rewards: more than {MAX_OFFSET + PAGE_LIMIT} rewards share the "
-                    f"date {boundary}; the API cannot page through them: name the account"
+                    f"mining_rewards: more than {MAX_OFFSET + len(page)} rewards share the "
+                    f"date {boundary}; the API pages no deeper than offset {MAX_OFFSET}: name "
+                    "the account"
                 )
+            # At most the deepest offset: records read again there are in ``seen``.
+            cursor.offset = min(cursor.offset + len(page), MAX_OFFSET)
         if fresh:
             yield fresh
 

@@ -238,8 +238,6 @@ class Sandbox:
         clock_offset: float = 0.0,
         max_page: int = 100,
     ) -> None:
-        if isinstance(max_page, bool) or not isinstance(max_page, int) or max_page < 1:
-            raise ValueError(f"max_page must be a whole number of at least 1, not {max_page!r}")
         self.host = host
         self.port = port
         self.seed = seed
@@ -326,6 +324,17 @@ class Sandbox:
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return web.Response(status=404)
+
+    @property
+    def max_page(self) -> int:
+        """The most records a page of rewards or investments holds (settable while running)."""
+        return self._max_page
+
+    @max_page.setter
+    def max_page(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"max_page must be a whole number of at least 1, not {value!r}")
+        self._max_page = value
 
     def _over_limit(self, scope: str, now: float) -> bool:
         if not self.enforce_limits:
