@@ -68,6 +68,9 @@ async def test_every_operation_round_trips(sandbox: Sandbox, client: txc_async.C
     assert await client.ping() is True
     balance = await client.main_balance()
     assert balance and all(isinstance(v, Decimal) and v > 0 for v in balance.values())
+    # Every digit, including those of an amount no float holds (ETH to the wei).
+    sent = {t: Decimal(v["main_balance"]) for t, v in sandbox.balance.items()}
+    assert balance == sent and Decimal(float(sent["ETH"])) != sent["ETH"]
     page = await client.investments_history(limit=10)
     assert len(page.records) == 10 and page.limit == 10
     everything = [r async for r in client.iter_investments_history()]

@@ -27,11 +27,13 @@ INVEST = "/api/v4/main-account/smart/investments"
 def signed(
     box: Sandbox, path: str, params: dict[str, Any] | None = None, *, nonce: int | None = None,
     secret: str | None = None, key: str | None = None, window: bool = True,
-    request: str | None = None, tamper: bool = False,
+    request: str | None = None, tamper: bool = False, nonce_as: Any = None,
 ) -> tuple[bytes, dict[str, str]]:
     body_obj = dict(params or {})
     body_obj["request"] = path if request is None else request
     body_obj["nonce"] = str(nonce if nonce is not None else time.time_ns() // 1_000_000)
+    if nonce_as is not None:  # the nonce spelled as given (nonce_as(the nonce's digits))
+        body_obj["nonce"] = nonce_as(body_obj["nonce"])
     if window:
         body_obj["nonceWindow"] = True
     body = json.dumps(body_obj, separators=(",", ":")).encode()
@@ -193,6 +195,76 @@ async def test_duplicate_client_order_id_is_refused(
     status, body = await post(http, box, ORDER, order)
     assert status == 400 and json.loads(body)["code"] == 31
     assert len(box.stats.orders) == 1
+
+
+@pytest.mark.parametrize("client_order_id", ["", " padded ", "order#1", "id with space",
+                                             "ordér-é", "a/b:c", "x" * 256, 7])
+async def test_client_order_ids_outside_the_service_s_rule_are_refused(
+    box: Sandbox, http: aiohttp.ClientSession, client_order_id: Any
+) -> None:
+    order = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
+             "activation_price": "1", "client_order_id": client_order_id}
+    status, body = await post(http, box, ORDER, order)
+    assert status == 422 and "client_order_id" in json.loads(body)["errors"]
+    assert not box.stats.orders
+
+
+async def test_a_client_order_id_is_unique_per_market_only(
+    box: Sandbox, http: aiohttp.ClientSession
+) -> None:
+    order = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
+             "activation_price": "1", "client_order_id": "same-1.a_B"}
+    assert (await post(http, box, ORDER, order))[0] == 200
+    assert (await post(http, box, ORDER, order | {"market": "ETH_USDT"}))[0] == 200
+    status, body = await post(http, box, ORDER, order)
+    assert status == 400 and json.loads(body)["code"] == 31
+    without = {k: v for k, v in order.items() if k != "client_order_id"}
+    for _ in range(2):
+        status, body = await post(http, box, ORDER, without)
+        assert status == 200 and json.loads(body)["client_order_id"] == ""
+
+
+@pytest.mark.parametrize("spell", [
+    int, lambda n: f" {n} ", lambda n: f"+{n}", lambda n: f"{n[:4]}_{n[4:]}",
+    lambda n: n.translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")), lambda n: f"{n}.0",
+])
+async def test_a_nonce_is_a_string_of_digits(
+    box: Sandbox, http: aiohttp.ClientSession, spell: Any
+) -> None:
+    status, body = await post(http, box, BALANCE, nonce_as=spell)
+    assert status == 400 and "nonce" in json.loads(body)["errors"]
+
+
+async def test_a_late_request_is_judged_when_it_arrives(
+    box: Sandbox, http: aiohttp.ClientSession
+) -> None:
+    import asyncio
+
+    # Without nonceWindow, a request overtaken by one signed after it is refused; with it,
+    # both are accepted (what the late fault is for: arrival order is not sending order).
+    for window, expected in ((False, [429, 200]), (True, [200, 200])):
+        box.faults.add(BALANCE, "late", delay=0.3)
+        base = time.time_ns() // 1_000_000 + (0 if window else 10_000_000)
+        first = asyncio.ensure_future(post(http, box, BALANCE, nonce=base, window=window))
+        await asyncio.sleep(0.1)
+        second = await post(http, box, BALANCE, nonce=base + 1, window=window)
+        assert [(await first)[0], second[0]] == expected, window
+
+
+def test_the_sandbox_keeps_the_service_s_limits_and_the_client_agrees() -> None:
+    from txc_async import DEFAULT_RATE_LIMITS
+    from txc_async.sandbox._server import SERVICE_RATE_LIMITS
+
+    # SERVICE_NOTES.md: per 10 s, ping 2000; investments, balance, the three mining operations
+    # 1000; the stop-limit order 10000; the OAuth refresh 1 per second.
+    documented = {"public": (2000, 10), "investments": (1000, 10), "main_balance": (1000, 10),
+                  "create_mining_account": (1000, 10), "mining_rewards": (1000, 10),
+                  "mining_hashrate": (1000, 10), "collateral_stop_limit_order": (10000, 10),
+                  "refresh_oauth_token": (1, 1)}
+    as_pairs = {s: (lim.max_requests, lim.per_seconds) for s, lim in SERVICE_RATE_LIMITS.items()}
+    assert as_pairs == documented
+    assert SERVICE_RATE_LIMITS is not DEFAULT_RATE_LIMITS
+    assert dict(DEFAULT_RATE_LIMITS) == SERVICE_RATE_LIMITS
 
 
 async def test_created_accounts_exist_and_have_no_rewards(

@@ -13,7 +13,8 @@ __all__ = ["FAULT_KINDS", "PATH_SCOPES", "FaultPlan", "Sandbox", "SandboxStats",
 FAULT_KINDS = _server.FAULT_KINDS
 """The faults ``Sandbox.faults.add(path, kind)`` injects: ``html_502``, ``json_503``,
 ``text_503``, ``json_500`` (server errors), ``reset`` (the connection drops), ``malformed_json``,
-``slow`` (answers after ``delay`` seconds), ``rate_limit_429``, ``nonce_429``, ``throttle``
+``slow`` (answers after ``delay`` seconds), ``late`` (arrives ``delay`` seconds late and is
+judged then, nonce included), ``rate_limit_429``, ``nonce_429``, ``throttle``
 ("Too Many Attempts."), ``error_200`` (an error body with status 200) and ``empty_404``."""
 PATH_SCOPES = _server.PATH_SCOPES
 """Every path the sandbox serves, with the rate-limit scope its requests count against."""

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from .._ratelimit import DEFAULT_RATE_LIMITS, RateLimit
+from .._ratelimit import RateLimit
 from ._data import InvestmentBook, RewardBook, mix
 
 __all__ = ["FAULT_KINDS", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
@@ -40,7 +40,7 @@ PATH_SCOPES: dict[str, str] = {
     "/oauth2/refresh_token": "refresh_oauth_token",
 }
 FAULT_KINDS = frozenset({
-    "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow",
+    "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",
     "rate_limit_429", "nonce_429", "throttle", "error_200", "empty_404",
     "oto_empty_leg", "unlisted_status", "non_finite", "oversized", "malformed_http",
 })
@@ -56,12 +56,26 @@ DECIMAL_FIELDS = frozenset({
 _MALFORMED_HTTP = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nBroken header line\r\n\r\n{}"
 )
+#: The service's documented limits (SERVICE_NOTES.md), kept apart from the client's own table:
+#: a wrong figure there must not be agreed with here.
+SERVICE_RATE_LIMITS: dict[str, RateLimit] = {
+    "public": RateLimit(2000, 10.0),
+    "investments": RateLimit(1000, 10.0),
+    "main_balance": RateLimit(1000, 10.0),
+    "collateral_stop_limit_order": RateLimit(10000, 10.0),
+    "create_mining_account": RateLimit(1000, 10.0),
+    "mining_rewards": RateLimit(1000, 10.0),
+    "mining_hashrate": RateLimit(1000, 10.0),
+    "refresh_oauth_token": RateLimit(1, 1.0),
+}
 MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
 MIN_ORDER_AMOUNT = Decimal("0.0001")
 NONCE_WINDOW_MS = 5000
 REFRESH_TOKEN_LIFETIME = 600
 ACCESS_TOKEN_LIFETIME = 300
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+_DIGITS = re.compile(r"[0-9]{1,30}")
+_CLIENT_ORDER_ID = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 _INTERVALS = {"5m": 300, "1h": 3600, "24h": 86400}
 _HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
@@ -204,7 +218,8 @@ class _Key:
     used_nonces: set[int] = field(default_factory=set)
     nonce_order: deque[int] = field(default_factory=deque)
     last_nonce: int = 0
-    client_order_ids: set[str] = field(default_factory=set)
+    #: (market, client order id) of the key's open orders.
+    client_order_ids: set[tuple[str, str]] = field(default_factory=set)
 
 
 class Sandbox:
@@ -242,7 +257,7 @@ class Sandbox:
         self.port = port
         self.seed = seed
         self.enforce_limits = enforce_limits
-        self.rate_limits = {**DEFAULT_RATE_LIMITS, **(rate_limits or {})}
+        self.rate_limits = {**SERVICE_RATE_LIMITS, **(rate_limits or {})}
         self._clock = clock
         self.clock_offset = clock_offset
         self.max_page = max_page
@@ -258,9 +273,13 @@ class Sandbox:
         self.mining_account_names = list(self.rewards.names)
         self._created_accounts: dict[str, int] = {}
         self.investments = InvestmentBook(seed)
+        # ETH to the wei, 18 places: 24 significant digits, more than a float holds.
         self.balance = {
-            ticker: {"main_balance": f"{mix(seed, i) % 10**6}.{mix(seed, i, 1) % 10**8:08d}"}
-            for i, ticker in enumerate(("BTC", "ETH", "USDT", "SOL", "TXC"))
+            ticker: {"main_balance": f"{mix(seed, i) % 10**6}."
+                                     f"{mix(seed, i, 1) % 10**places:0{places}d}"}
+            for i, (ticker, places) in enumerate(
+                (("BTC", 8), ("ETH", 18), ("USDT", 8), ("SOL", 8), ("TXC", 8))
+            )
         }
         self._next_order_id = 4_000_000_000 + seed * 1000
         self._windows: dict[str, deque[float]] = {}
@@ -360,8 +379,12 @@ class Sandbox:
             return web.Response(status=429, body=_HTML_429, content_type="text/html")
         body = await request.read()
         fault = self.faults.take(path)
-        if fault is not None and fault.kind == "slow":
+        if fault is not None and fault.kind in ("slow", "late"):
             await asyncio.sleep(fault.delay)
+            if fault.kind == "late":
+                # Held on its way: judged (its nonce too) when it arrives, after requests sent
+                # later, as on a slower connection.
+                now = self._clock()
             fault = None
         if fault is not None and not fault.execute:
             stats.faults_served += 1
@@ -476,10 +499,9 @@ class Sandbox:
 
     def _check_nonce(self, key: _Key, params: dict[str, Any], now: float) -> None:
         raw = params.get("nonce")
-        try:
-            nonce = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
-        except ValueError:
-            nonce = None
+        # A string of digits, as documented (a JSON number, spaces, signs, underscores or other
+        # scripts' digits, which Python's int() would take, are not).
+        nonce = int(raw) if isinstance(raw, str) and _DIGITS.fullmatch(raw) else None
         if nonce is None:
             raise _validation(400, 0, "Validation failed", {"nonce": ["The nonce is required."]})
         if params.get("nonceWindow") is True:
@@ -616,19 +638,29 @@ class Sandbox:
         position = params.get("positionSide", "BOTH")
         if position not in ("LONG", "SHORT", "BOTH"):
             errors["positionSide"] = ["The selected positionSide is invalid."]
-        client_id = params.get("client_order_id", "")
-        if not isinstance(client_id, str) or len(client_id) > 255:
-            errors["client_order_id"] = ["The client_order_id must be a string."]
+        client_id = params.get("client_order_id")
+        if client_id is not None and not (
+            isinstance(client_id, str) and _CLIENT_ORDER_ID.fullmatch(client_id)
+        ):
+            errors["client_order_id"] = [
+                "The client_order_id may only contain letters, digits, dashes, dots and "
+                "underscores."
+            ]
         if errors:
             raise _validation(422, 30, "Request validation failed", errors)
         if amounts["amount"] < MIN_ORDER_AMOUNT:
             raise _validation(400, 32, "Inner validation failed",
                               {"amount": [f"Amount must be at least {MIN_ORDER_AMOUNT}."]})
-        if client_id and client_id in key.client_order_ids:
-            raise _validation(400, 31, "Inner validation failed",
-                              {"client_order_id": ["This client order id is already used."]})
-        if client_id:
-            key.client_order_ids.add(client_id)
+        # Unique among the account's open orders on the market (the sandbox's orders stay
+        # open): another market may reuse it.
+        if client_id is None:
+            client_id = ""
+        else:
+            placed = (str(market), str(client_id))
+            if placed in key.client_order_ids:
+                raise _validation(400, 31, "Inner validation failed",
+                                  {"client_order_id": ["This client order id is already used."]})
+            key.client_order_ids.add(placed)
         self._next_order_id += 1
         order: dict[str, Any] = {
             "order_id": self._next_order_id,
