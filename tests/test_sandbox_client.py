@@ -658,3 +658,16 @@ async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent() -> 
         await client.close()
     assert len(late) == 3 and max(late) < MAX_NONCE_AGE_MS, late
     assert box.stats.nonce_refused == 0
+
+
+async def test_the_order_refusal_spec_shows_is_a_validation_error_sent_once(
+    sandbox: Sandbox, client: txc_async.Client
+) -> None:
+    path = "/api/v4/order/collateral/stop-limit"
+    for status in (422, 400):
+        sandbox.faults.add(path, "validation_failed", status=status)
+        before = sandbox.stats.received[path]
+        with pytest.raises(txc_async.ValidationError) as refused:
+            await client.collateral_stop_limit_order(**ORDER_ARGS)
+        assert refused.value.code == 30 and refused.value.errors == {}
+        assert sandbox.stats.received[path] == before + 1

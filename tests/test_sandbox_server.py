@@ -406,13 +406,16 @@ async def test_refresh_tokens_expire(http: aiohttp.ClientSession) -> None:
     ("kind", "status", "json_body"),
     [("html_502", 502, False), ("json_503", 503, True), ("text_503", 503, False),
      ("json_500", 500, True), ("malformed_json", 200, False), ("nonce_429", 429, True),
-     ("rate_limit_429", 429, False), ("throttle", 400, True), ("error_200", 200, True),
-     ("empty_404", 404, False)],
+     ("rate_limit_429", 429, False), ("throttle", 400, True), ("throttle/422", 422, True),
+     ("validation_failed", 422, True), ("validation_failed/400", 400, True),
+     ("error_200", 200, True), ("empty_404", 404, False)],
 )
 async def test_each_fault_kind(
     box: Sandbox, http: aiohttp.ClientSession, kind: str, status: int, json_body: bool
 ) -> None:
-    box.faults.add(BALANCE, kind, retry_after=3 if kind == "rate_limit_429" else None)
+    kind, _, given = kind.partition("/")
+    box.faults.add(BALANCE, kind, retry_after=3 if kind == "rate_limit_429" else None,
+                   status=int(given) if given else None)
     assert box.faults.pending(BALANCE) == 1
     body, headers = signed(box, BALANCE)
     async with http.post(box.url + BALANCE, data=body, headers=headers) as response:
@@ -428,6 +431,11 @@ async def test_each_fault_kind(
     assert box.stats.executed[BALANCE] == 0 and box.stats.faults_served == 1
     assert box.faults.pending(BALANCE) == 0
     assert (await post(http, box, BALANCE))[0] == 200, "a fault applies once"
+    if kind == "validation_failed":  # the order refusal SPEC.md shows
+        assert json.loads(text) == {"code": 30, "message": "Validation failed", "errors": {}}
+    for wrong in ((kind, 500), ("json_503", 400)):
+        with pytest.raises(ValueError, match="status"):
+            box.faults.add(BALANCE, wrong[0], status=wrong[1])
 
 
 async def test_reset_and_slow_and_executed_faults(

@@ -15,6 +15,8 @@ FAULT_KINDS = _server.FAULT_KINDS
 ``text_503``, ``json_500`` (server errors), ``reset`` (the connection drops), ``malformed_json``,
 ``slow`` (answers after ``delay`` seconds), ``late`` (arrives ``delay`` seconds late and is
 judged then, nonce included), ``rate_limit_429``, ``nonce_429``, ``throttle``
-("Too Many Attempts."), ``error_200`` (an error body with status 200) and ``empty_404``."""
+("Too Many Attempts."), ``validation_failed`` (the order refusal SPEC.md shows: code 30, no field
+errors), ``error_200`` (an error body with status 200) and ``empty_404``; ``throttle`` and
+``validation_failed`` take ``status=`` 400 or 422."""
 PATH_SCOPES = _server.PATH_SCOPES
 """Every path the sandbox serves, with the rate-limit scope its requests count against."""

@@ -41,9 +41,11 @@ PATH_SCOPES: dict[str, str] = {
 }
 FAULT_KINDS = frozenset({
     "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",
-    "rate_limit_429", "nonce_429", "throttle", "error_200", "empty_404",
+    "rate_limit_429", "nonce_429", "throttle", "validation_failed", "error_200", "empty_404",
     "oto_empty_leg", "unlisted_status", "non_finite", "oversized", "malformed_http",
 })
+#: Faults whose answer takes a status (400 or 422).
+_STATUS_FAULTS = frozenset({"throttle", "validation_failed"})
 #: Faults that let the operation run and then change its success answer.
 ANSWER_FAULTS = frozenset({"oto_empty_leg", "unlisted_status", "non_finite", "oversized"})
 #: Answer fields that hold decimal amounts (the "non_finite" fault replaces them).
@@ -89,6 +91,7 @@ class _Fault:
     execute: bool
     value: Any = None
     size: int = 0
+    status: int | None = None
 
 
 class FaultPlan:
@@ -108,8 +111,13 @@ class FaultPlan:
         execute: bool = False,
         value: Any = None,
         size: int = 16 * 1024 * 1024,
+        status: int | None = None,
     ) -> None:
         """Apply fault ``kind`` to the next ``times`` requests to ``path``.
+
+        ``throttle`` ("Too Many Attempts.", code 0) and ``validation_failed`` (the order
+        refusal SPEC.md shows: code 30, "Validation failed", no field errors) answer with
+        ``status``: 400 or 422, which the service uses (default 400 and 422).
 
         With ``execute=True`` the operation runs before the fault replaces its answer, as when
         a proxy fails after the service did the work. The answer faults always run the
@@ -129,10 +137,14 @@ class FaultPlan:
             raise ValueError(f"kind: must be one of {', '.join(sorted(FAULT_KINDS))}")
         if path not in PATH_SCOPES:
             raise ValueError(f"path: must be one of {', '.join(sorted(PATH_SCOPES))}")
+        if status is not None and (kind not in _STATUS_FAULTS or status not in (400, 422)):
+            raise ValueError(
+                f"status: only {' and '.join(sorted(_STATUS_FAULTS))} take one, 400 or 422"
+            )
         queue = self._queued.setdefault(path, deque())
         execute = execute or kind in ANSWER_FAULTS
         for _ in range(times):
-            queue.append(_Fault(kind, delay, retry_after, execute, value, size))
+            queue.append(_Fault(kind, delay, retry_after, execute, value, size, status))
 
     def clear(self) -> None:
         """Drop every fault still queued."""
@@ -441,7 +453,11 @@ class Sandbox:
         if kind == "nonce_429":
             return _json(429, {"code": 0, "message": "Too many requests.", "errors": {}})
         if kind == "throttle":
-            return _json(400, {"code": 0, "message": "Too Many Attempts.", "errors": {}})
+            return _json(fault.status or 400,
+                         {"code": 0, "message": "Too Many Attempts.", "errors": {}})
+        if kind == "validation_failed":
+            return _json(fault.status or 422,
+                         {"code": 30, "message": "Validation failed", "errors": {}})
         if kind == "error_200":
             return _json(200, {"success": False, "message": "Service error", "result": None})
         return web.Response(status=404)  # empty_404
