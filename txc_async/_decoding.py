@@ -168,7 +168,8 @@ class AnswerDecoder(Generic[W, R]):
     An answer that names a key twice in one object says two things: it is refused. A write's
     answer (small, and it says what the server did) is looked at for that every time; another
     answer when ``twice(body, answer)``, a cheap test that is true whenever a key may be named
-    twice (the balance: more ``"main_balance"`` in the text than assets read).
+    twice (the balance: ``"main_balance"`` in the text other than once per asset read, or an
+    escape that could spell a key).
     """
 
     def __init__(

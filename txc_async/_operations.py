@@ -91,8 +91,8 @@ def _balance(answer: dict[str, _Balance]) -> dict[str, Decimal]:
 
 
 def _balance_twice(body: bytes, answer: dict[str, _Balance]) -> bool:
-    # Every asset read has one "main_balance": any more in the text may be a key named twice,
-    # and so may any escape (a key can be spelled "main\u005fbalance").
+    # Every asset read has one "main_balance": any other count in the text may be a key named
+    # twice, and so may any escape (a key can be spelled "main\u005fbalance").
     return body.count(b'"main_balance"') != len(answer) or b"\\" in body
 
 
