@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import get_args
 
+import pytest
+
 import txc_async
 from txc_async import IntervalLiteral, PositionSide, PositionSideLiteral, Side, SideLiteral
 
@@ -20,6 +22,7 @@ _MARK = re.compile(r"#\s*error:\s*(\S+)")
 _REPORT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<message>.*)$")
 
 
+@pytest.mark.loop_free
 def test_mypy_strict_reports_each_mistake_at_its_line(tmp_path: Path) -> None:
     expected = {
         number: match.group(1)
