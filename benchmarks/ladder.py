@@ -10,8 +10,10 @@ alternating rounds against the sandbox in another process.
                                 aiohttp called directly, the lean client's decoders
     + answer decoding           the client's ``AnswerDecoder``: every amount checked finite,
                                 the balance as ``dict[str, Decimal]``
-    + transport                 ``AiohttpTransport.send``: the per-request deadline, the
-                                answer-size limit, aiohttp's errors translated
+    + transport                 ``AiohttpTransport.send``: aiohttp's request path a step
+                                at a time (the steps before used ``session.post``), the
+                                per-request deadline, the answer-size limit, aiohttp's
+                                errors translated
     the whole client            + the exact rate-limit log, the server-clock estimate, the
                                 call registry for ``close()``, counters, retries, records
 
@@ -87,7 +89,7 @@ async def _signed(pipeline: Pipeline, op: Operation[Any],
 async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
                    timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
-    session = pipeline.transport._session  # type: ignore[attr-defined]
+    session = pipeline.transport._get_session()  # type: ignore[attr-defined]
     async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
         return _LEAN_DECODERS[op.name](await response.read())
 
@@ -95,7 +97,7 @@ async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, 
 async def _decoding(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
                     timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
-    session = pipeline.transport._session  # type: ignore[attr-defined]
+    session = pipeline.transport._get_session()  # type: ignore[attr-defined]
     async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
         return op.decode(await response.read())
 
@@ -134,7 +136,7 @@ async def _ladder(url: str, session: aiohttp.ClientSession) -> tuple[
         # them all, as it serves every client of a key.
         made = [
             txc_async.Client(api_key=key, api_secret=secret, base_url=url,
-                             rate_limits=UNLIMITED, limiter=limiter, session=session)
+                             rate_limits=UNLIMITED, limiter=limiter)
             for key, secret in contender_keys("txc")
         ]
         if replacement is not None:

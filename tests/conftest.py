@@ -60,16 +60,17 @@ _choose_event_loop()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The uvloop pass leaves out tests that run no event loop in this process: they would
-    check the same thing twice (a subprocess runs asyncio's loop whatever this one runs)."""
+    """The uvloop pass leaves out tests marked ``asyncio_only``: those that run no event loop in
+    this process (a subprocess runs asyncio's loop whatever this one runs), and the second
+    request path's run of tests the uvloop pass runs on the first."""
     import os
 
     if os.environ.get("TXC_TEST_LOOP") != "uvloop":
         return
-    kept = [item for item in items if item.get_closest_marker("loop_free") is None]
+    kept = [item for item in items if item.get_closest_marker("asyncio_only") is None]
     if len(kept) != len(items):
         config.hook.pytest_deselected(
-            items=[item for item in items if item.get_closest_marker("loop_free") is not None]
+            items=[item for item in items if item.get_closest_marker("asyncio_only") is not None]
         )
         items[:] = kept
 
@@ -239,3 +240,20 @@ def nonce_lateness() -> tuple[Any, list[int]]:
     trace = aiohttp.TraceConfig()
     trace.on_request_start.append(on_request_start)
     return trace, late
+
+
+#: The request paths of a session the client makes: aiohttp's own request path a step at a
+#: time (the default), and ``ClientSession.request`` (an aiohttp where the steps cannot be
+#: taken alone). Tests of how a request ends run on both.
+REQUEST_PATHS = ["stepwise", "session.request"]
+
+
+@pytest.fixture(
+    params=[REQUEST_PATHS[0], pytest.param(REQUEST_PATHS[1], marks=pytest.mark.asyncio_only)]
+)
+def request_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    import txc_async._transport as transport
+
+    if request.param == "session.request":
+        monkeypatch.setattr(transport, "_answer_settings", lambda session, connector: None)
+    return str(request.param)

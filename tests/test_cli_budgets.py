@@ -10,8 +10,13 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from txc_async import RateLimit
 from txc_async.sandbox import Sandbox
+
+# The runs are command-line processes on asyncio's loop, whatever this one runs.
+pytestmark = pytest.mark.asyncio_only
 
 LIMIT = RateLimit(1000, 10.0)  # the documented limit of the rewards scope, on both sides
 REWARDS = "/api/v4/mining/rewards"

@@ -66,7 +66,7 @@ PROGRAM = textwrap.dedent(
 
 
 @pytest.mark.slow
-@pytest.mark.loop_free
+@pytest.mark.asyncio_only
 def test_a_hundred_thousand_keys_leave_no_lasting_memory() -> None:
     done = subprocess.run(
         [sys.executable, "-c", PROGRAM, "100000"], capture_output=True, text=True, timeout=300,

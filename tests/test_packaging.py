@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
-@pytest.mark.loop_free
+@pytest.mark.asyncio_only
 def test_the_wheel_builds_without_warnings_and_ships_the_license(tmp_path: Path) -> None:
     source = tmp_path / "source"
     source.mkdir()

@@ -70,7 +70,7 @@ def test_the_plugin_is_registered_by_an_entry_point() -> None:
     assert len(found) == 1
 
 
-@pytest.mark.loop_free
+@pytest.mark.asyncio_only
 @pytest.mark.parametrize("mode", ["strict", "auto"])
 def test_a_user_suite_gets_the_fixtures(pytester: pytest.Pytester, mode: str) -> None:
     pytester.makeini(INI.format(mode=mode))
@@ -79,7 +79,7 @@ def test_a_user_suite_gets_the_fixtures(pytester: pytest.Pytester, mode: str) ->
     result.assert_outcomes(passed=5)
 
 
-@pytest.mark.loop_free
+@pytest.mark.asyncio_only
 def test_a_positional_marker_argument_is_refused(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI.format(mode="auto"))
     pytester.makepyfile(test_user='''

@@ -136,21 +136,25 @@ async def test_server_side_refusals_map_to_the_error_tree(
     "fault", ["html_502", "json_503", "text_503", "json_500", "reset", "malformed_json"]
 )
 async def test_reads_survive_each_fault(
-    sandbox: Sandbox, client: txc_async.Client, fault: str
+    request_path: str, sandbox: Sandbox, client: txc_async.Client, fault: str
 ) -> None:
     sandbox.faults.add(BALANCE, fault, times=2)
     assert await client.main_balance()
     assert sandbox.stats.received[BALANCE] == 3
 
 
-async def test_reads_survive_an_answer_slower_than_the_timeout(sandbox: Sandbox) -> None:
+async def test_reads_survive_an_answer_slower_than_the_timeout(
+    request_path: str, sandbox: Sandbox
+) -> None:
     sandbox.faults.add(BALANCE, "slow", delay=1.0)
     async with client_for(sandbox, timeout=0.2) as c:
         assert await c.main_balance()
     assert sandbox.stats.received[BALANCE] == 2
 
 
-async def test_a_timeout_of_five_seconds_or_more_is_not_rounded_up(sandbox: Sandbox) -> None:
+async def test_a_timeout_of_five_seconds_or_more_is_not_rounded_up(
+    request_path: str, sandbox: Sandbox
+) -> None:
     """aiohttp rounds a timeout of 5 s or more up to its loop clock's next whole second unless
     told otherwise: the request could then still leave up to a second after the deadline its
     budget counts it until. The transport's timeout ends when it says."""
@@ -185,7 +189,9 @@ async def test_a_persistent_outage_ends_in_a_transport_error_in_bounded_time(
     assert time.monotonic() - began < 5
 
 
-async def test_a_persistent_timeout_ends_in_request_timeout(sandbox: Sandbox) -> None:
+async def test_a_persistent_timeout_ends_in_request_timeout(
+    request_path: str, sandbox: Sandbox
+) -> None:
     sandbox.faults.add(BALANCE, "slow", delay=0.5, times=100)
     async with client_for(sandbox, timeout=0.1, retry=RetryPolicy(
         max_retries=2, backoff_base=0.01, backoff_cap=0.02)) as c:
@@ -205,7 +211,8 @@ WRITES: list[tuple[str, str, dict[str, Any]]] = [
 @pytest.mark.parametrize("fault", ["html_502", "json_503", "json_500", "reset", "malformed_json"])
 @pytest.mark.parametrize(("method", "path", "kwargs"), WRITES)
 async def test_writes_hit_by_a_fault_are_sent_exactly_once(
-    sandbox: Sandbox, client: txc_async.Client, fault: str, method: str, path: str,
+    request_path: str, sandbox: Sandbox, client: txc_async.Client, fault: str, method: str,
+    path: str,
     kwargs: dict[str, Any],
 ) -> None:
     sandbox.faults.add(path, fault, execute=True)
@@ -228,7 +235,7 @@ async def test_oauth_refresh_hit_by_a_fault_is_sent_once(
     assert sandbox.stats.received[OAUTH] == 1
 
 
-async def test_a_slow_write_times_out_once(sandbox: Sandbox) -> None:
+async def test_a_slow_write_times_out_once(request_path: str, sandbox: Sandbox) -> None:
     sandbox.faults.add(ORDER, "slow", delay=1.0)
     async with client_for(sandbox, timeout=0.2) as c:
         with pytest.raises(RequestTimeout):
@@ -253,7 +260,7 @@ async def test_refused_writes_are_re_sent_with_a_fresh_nonce(
 
 
 async def test_a_call_cancelled_mid_flight_leaves_the_client_usable(
-    sandbox: Sandbox, client: txc_async.Client
+    request_path: str, sandbox: Sandbox, client: txc_async.Client
 ) -> None:
     sandbox.faults.add(BALANCE, "slow", delay=5.0)
     call = asyncio.create_task(client.main_balance())
@@ -265,7 +272,9 @@ async def test_a_call_cancelled_mid_flight_leaves_the_client_usable(
     assert await client.ping()
 
 
-async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sandbox) -> None:
+async def test_closing_with_calls_in_flight_ends_them_without_a_hang(
+    request_path: str, sandbox: Sandbox
+) -> None:
     sandbox.faults.add(BALANCE, "slow", delay=10.0, times=10)
     c = client_for(sandbox, rate_limits={"main_balance": RateLimit(2, 60)})
     await c.ping()  # the server's clock is known: no signed request waits for a first answer
@@ -287,7 +296,7 @@ async def test_closing_with_calls_in_flight_ends_them_without_a_hang(sandbox: Sa
 
 @pytest.mark.parametrize("retries", [0, 2])
 async def test_a_get_reset_after_it_was_read_arrives_once_per_request_the_budget_counts(
-    sandbox: Sandbox, retries: int
+    request_path: str, sandbox: Sandbox, retries: int
 ) -> None:
     # aiohttp sends a GET again by itself after a reset; the client's connector stops that
     # second send, so that every arrival is one its budget admitted.
@@ -330,6 +339,64 @@ def _queued_bytes(listener: socket.socket) -> int:
                 with contextlib.suppress(BlockingIOError):
                     total += len(connection.recv(65536))
     return total
+
+
+async def test_the_client_s_own_session_goes_a_step_at_a_time_unless_a_mock_replaced_aiohttp(
+    sandbox: Sandbox,
+) -> None:
+    """A session the client makes takes aiohttp's request path a step at a time; while
+    aioresponses (or any mock) replaces ``ClientSession._request``, every request goes through
+    it, so that a user's mocked tests see every request of the client."""
+    from aioresponses import aioresponses
+
+    c = client_for(sandbox, retry=RetryPolicy(max_retries=0))
+    transport: Any = c._pipeline.transport
+    try:
+        assert await c.ping() is True
+        assert transport._stepwise is True
+        with aioresponses() as mocked:
+            mocked.get(sandbox.url + PING, status=503, body="mocked", repeat=True)
+            with pytest.raises(TransportError) as caught:
+                await c.ping()
+            assert caught.value.status == 503
+            assert transport._stepwise is False
+        assert sandbox.stats.received[PING] == 1  # the mocked request never left
+        assert await c.ping() is True
+        assert transport._stepwise is True and sandbox.stats.received[PING] == 2
+    finally:
+        await c.close()
+
+
+async def test_no_connection_is_held_after_any_end_of_an_exchange(
+    request_path: str, sandbox: Sandbox
+) -> None:
+    """Answered, refused, reset, timed out, too large, cancelled: every exchange gives its
+    connection back (or closes it), and the next calls are answered."""
+    c = client_for(sandbox, timeout=0.3, retry=RetryPolicy(max_retries=0),
+                   max_answer_bytes=1024)
+    try:
+        assert await c.main_balance()
+        for fault in ("html_502", "reset", "slow", "malformed_json"):
+            sandbox.faults.add(BALANCE, fault, delay=1.0 if fault == "slow" else None)
+            with pytest.raises(TransportError):
+                await c.main_balance()
+        # An answer over max_answer_bytes: the month of rewards of every account.
+        with pytest.raises(TransportError, match="max_answer_bytes"):
+            await c.mining_rewards(start=START, end=START + 30 * DAY, limit=100)
+        sandbox.faults.add(BALANCE, "slow", delay=5.0)
+        call = asyncio.create_task(c.main_balance())
+        await asyncio.sleep(0.1)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.4)  # past every deadline of the exchanges above
+        for _ in range(3):
+            assert await c.main_balance()
+        transport: Any = c._pipeline.transport
+        assert not transport._session.connector._acquired
+        assert transport._stepwise is (request_path == "stepwise")
+    finally:
+        await c.close()
 
 
 async def test_a_request_that_had_a_connection_is_never_connected_again_nor_unsent(
@@ -386,7 +453,7 @@ async def test_a_request_that_had_a_connection_is_never_connected_again_nor_unse
 
 
 async def test_calls_in_tasks_sharing_one_context_never_take_each_other_s_connection(
-    sandbox: Sandbox,
+    request_path: str, sandbox: Sandbox,
 ) -> None:
     """Tasks may share one context (``create_task(..., context=ctx)``): a write that reached the
     server and timed out is not taken for unsent because another call in that context is still
@@ -457,7 +524,9 @@ async def test_a_fresh_process_finding_a_shared_counter_far_ahead_asks_the_serve
     assert sandbox.stats.received[BALANCE] == 1
 
 
-async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again() -> None:
+async def test_a_write_whose_connection_never_opened_is_not_sent_and_goes_again(
+    request_path: str,
+) -> None:
     """The deadline of the whole exchange comes while the connection is still opening: the
     request never left, so the error says so and a write goes again (aiohttp reports it as any
     timeout)."""
@@ -508,7 +577,9 @@ async def test_workers_cancelled_then_the_client_closed_end_cancelled(sandbox: S
     assert all(call.cancelled() for call in calls)
 
 
-async def test_a_session_closed_by_its_owner_ends_calls_as_not_sent(sandbox: Sandbox) -> None:
+async def test_a_session_closed_by_its_owner_ends_calls_as_not_sent(
+    request_path: str, sandbox: Sandbox
+) -> None:
     """The application's own aiohttp session, closed under the client: every call, read or
     write, ends in a TransportError that says the session is closed and that nothing was sent;
     nothing reaches the server."""
@@ -611,7 +682,9 @@ async def test_backfill_from_the_sandbox_across_the_offset_bound_is_exactly_once
     assert set(got) == expected
 
 
-async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent() -> None:
+async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent(
+    request_path: str,
+) -> None:
     """A request that waited for a connection draws its nonce again; when none is to spare at
     that moment and the one drawn before has aged past MAX_NONCE_AGE_MS, it goes back to wait
     for the next one instead of sending the old one."""

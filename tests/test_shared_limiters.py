@@ -170,6 +170,8 @@ async def test_a_request_not_sent_frees_its_place_and_one_without_answer_keeps_i
     assert await store.anchors("k", "s") == [pytest.approx(second.deadline)]
 
 
+# The processes that share the budget run asyncio's loop whatever this one runs.
+@pytest.mark.asyncio_only
 @pytest.mark.parametrize(
     ("seeds", "each", "limit", "longest"),
     [

@@ -22,7 +22,7 @@ _MARK = re.compile(r"#\s*error:\s*(\S+)")
 _REPORT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<message>.*)$")
 
 
-@pytest.mark.loop_free
+@pytest.mark.asyncio_only
 def test_mypy_strict_reports_each_mistake_at_its_line(tmp_path: Path) -> None:
     expected = {
         number: match.group(1)

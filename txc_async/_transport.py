@@ -7,6 +7,7 @@ import collections
 import contextlib
 import errno
 import functools
+import inspect
 import math
 import ssl
 from collections.abc import Mapping
@@ -14,8 +15,10 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 import aiohttp
-from aiohttp.client_reqrep import ClientRequest
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.client_reqrep import ClientRequest, ClientResponse
 from aiohttp.connector import Connection
+from aiohttp.helpers import TimeoutHandle
 from aiohttp.tracing import Trace
 from yarl import URL
 
@@ -52,6 +55,47 @@ _UNKNOWN, _CONNECTING, _CONNECTED = 0, 1, 2
 #: task it names, so another task's request is never taken for this one's.
 _request_record: ContextVar[list[Any]] = ContextVar("txc_async_request_record")
 _current_task = asyncio.current_task
+_ClientSession = aiohttp.ClientSession
+
+
+def _takes(function: Any, names: set[str]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # pragma: no cover - aiohttp's functions have signatures
+        return False
+    return names <= parameters.keys()
+
+
+#: The session's settings of an answer's reading, by ``set_response_params``' names.
+_ANSWER_SETTINGS = {
+    "read_bufsize": "_read_bufsize",
+    "auto_decompress": "_auto_decompress",
+    "max_line_size": "_max_line_size",
+    "max_field_size": "_max_field_size",
+    "max_headers": "_max_headers",
+}
+#: This aiohttp's request path can be taken a step at a time, as ``ClientSession._request``
+#: takes it: a ``ClientRequest``, the connector's connection, the request sent, the answer
+#: started, under one deadline (see ``AiohttpTransport._exchange``).
+STEPWISE = _takes(
+    ClientRequest.__init__,
+    {"headers", "data", "loop", "session", "ssl", "timer", "response_class", "traces"},
+) and _takes(
+    ResponseHandler.set_response_params,
+    {"timer", "skip_payload", "read_until_eof", "read_timeout", "timeout_ceil_threshold",
+     *_ANSWER_SETTINGS},
+) and _takes(TimeoutHandle.__init__, {"loop", "timeout", "ceil_threshold"})
+_CLIENT_MODULE_FILE = getattr(aiohttp.client, "__file__", None)
+
+
+def _aiohttp_s_own(request_path: Any) -> bool:
+    """``ClientSession._request`` is aiohttp's own, not replaced by a test's mock
+    (``aioresponses`` replaces it): only then may a request go a step at a time."""
+    code = getattr(request_path, "__code__", None)
+    return (
+        code is not None and code.co_name == "_request"
+        and code.co_filename == _CLIENT_MODULE_FILE
+    )
 
 
 def _own_record() -> list[Any] | None:
@@ -193,6 +237,12 @@ class AiohttpTransport:
         self._owns_session = session is None
         self._verify_tls = verify_tls
         self._closed = False
+        # How the session made here reads an answer, for the request path taken a step at a
+        # time (None: that path is not taken; see _exchange).
+        self._answer_settings: dict[str, Any] | None = None
+        # ClientSession._request as last seen, and whether it is aiohttp's own.
+        self._request_path: Any = None
+        self._stepwise = False
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -204,6 +254,7 @@ class AiohttpTransport:
             connector = _Connector(limit=self._max_connections, ssl=self._verify_tls)
             session = aiohttp.ClientSession(connector=connector)
             self._session = session
+            self._answer_settings = _answer_settings(session, connector)
         return session
 
     async def send(
@@ -231,33 +282,33 @@ class AiohttpTransport:
                 total=timeout, ceil_threshold=math.inf
             )
         record: list[Any] | None = None
+        stepwise = False
         if self._owns_session:
             record = [_current_task(), _UNKNOWN]
             _request_record.set(record)
+            request_path = _ClientSession._request
+            if request_path is not self._request_path:
+                self._request_path = request_path
+                self._stepwise = self._answer_settings is not None and _aiohttp_s_own(
+                    request_path
+                )
+            stepwise = self._stepwise
         failure: TransportError
         try:
-            async with session.request(
-                method, url, headers=headers, data=body, timeout=client_timeout,
-                allow_redirects=False,
-            ) as response:
-                answer = response.headers
-                declared = answer.get(_CONTENT_LENGTH)
-                # The usual answer declares its length and is not compressed: it is read here
-                # rather than in another coroutine, one level fewer to resume.
-                if declared is not None and answer.get(_CONTENT_ENCODING) is None:
-                    payload = (
-                        await response.read() if int(declared) <= self.max_answer_bytes else None
-                    )
-                else:
-                    payload = await self._read_chunks(response)
-                if payload is not None:
-                    return _raw_response((response.status, answer, payload))
-                response.close()
-                failure = TransportError(
-                    f"the answer is larger than max_answer_bytes ({self.max_answer_bytes} "
-                    "bytes); it was not read further",
-                    status=response.status,
+            if stepwise:
+                status, answer, payload = await self._exchange(
+                    session, method, url, headers, body, client_timeout
                 )
+            else:
+                async with session.request(
+                    method, url, headers=headers, data=body, timeout=client_timeout,
+                    allow_redirects=False,
+                ) as response:
+                    status, answer = response.status, response.headers
+                    payload = await self._payload(response)
+            if payload is not None:
+                return _raw_response((status, answer, payload))
+            failure = self._too_large(status)
         except TimeoutError as exc:
             # aiohttp's own connect timeout, or the deadline before a connection: the request
             # never left.
@@ -303,6 +354,79 @@ class AiohttpTransport:
                 )
         raise failure
 
+    def _too_large(self, status: int) -> TransportError:
+        return TransportError(
+            f"the answer is larger than max_answer_bytes ({self.max_answer_bytes} bytes); it "
+            "was not read further",
+            status=status,
+        )
+
+    async def _exchange(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        url: URL,
+        headers: Mapping[str, str] | None,
+        body: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> tuple[int, Mapping[str, str], bytes | None]:
+        """One exchange through aiohttp's own request path, a step at a time: the steps of
+        ``ClientSession._request`` that a session made here takes (no redirects, cookies,
+        proxies, traces, middlewares or default headers: it has none), without the rest
+        (about a tenth of a call's CPU; benchmarks/RESULTS.md). The status, the headers and
+        the body, or None for the body when it is larger than ``max_answer_bytes`` (not read
+        further)."""
+        if session.closed:
+            raise RuntimeError("Session is closed")  # as aiohttp's own path says it
+        settings = self._answer_settings
+        connector = session.connector
+        assert settings is not None and connector is not None
+        loop = session._loop
+        # The whole exchange under one deadline, as aiohttp runs it: the timer cancels the
+        # exchange at the deadline and turns the cancellation into TimeoutError.
+        deadline = TimeoutHandle(loop, timeout.total, ceil_threshold=math.inf)
+        handle = deadline.start()
+        timer = deadline.timer()
+        try:
+            with timer:
+                request = ClientRequest(
+                    method, url, headers=headers, data=body, loop=loop, session=session,
+                    ssl=True, timer=timer, response_class=ClientResponse, traces=[],
+                )
+                try:
+                    connection = await connector.connect(request, [], timeout)
+                except TimeoutError as exc:
+                    # The connector's own connect timeout (not the deadline's: that one is a
+                    # cancellation until the timer ends).
+                    raise aiohttp.ConnectionTimeoutError(f"connection timeout to {url}") from exc
+                protocol = connection.protocol
+                assert protocol is not None
+                protocol.set_response_params(
+                    timer=timer, skip_payload=method == "HEAD", read_until_eof=False,
+                    read_timeout=timeout.sock_read, **settings,
+                )
+                try:
+                    response = await request.send(connection)
+                    try:
+                        await response.start(connection)
+                    except BaseException:
+                        response.close()
+                        raise
+                except BaseException:
+                    connection.close()
+                    raise
+            # The request's body is bytes: a payload with nothing to close.
+            try:
+                return response.status, response.headers, await self._payload(response)
+            finally:
+                # As aiohttp's own path ends an answer read in ``async with``.
+                response.release()
+                await response.wait_for_close()
+        finally:
+            if handle is not None:
+                handle.cancel()
+            deadline.close()
+
     def sent_nothing(self) -> bool:
         """True when the request the current task was sending when it ended (cancelled, say)
         certainly never left this machine: it never had a connection. False when it may have
@@ -313,6 +437,22 @@ class AiohttpTransport:
             return False
         record = _own_record()
         return record is not None and record[1] == _CONNECTING
+
+    async def _payload(self, response: aiohttp.ClientResponse) -> bytes | None:
+        """The answer's body, or None (the response closed) when it is larger than
+        ``max_answer_bytes``."""
+        answer = response.headers
+        declared = answer.get(_CONTENT_LENGTH)
+        if declared is not None and answer.get(_CONTENT_ENCODING) is None:
+            # The usual answer declares its length and is not compressed: read at once.
+            if int(declared) <= self.max_answer_bytes:
+                return await response.read()
+            payload = None
+        else:
+            payload = await self._read_chunks(response)
+        if payload is None:
+            response.close()
+        return payload
 
     async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
         """The whole body of an answer of unknown length (chunked, or compressed: the limit is
@@ -345,6 +485,22 @@ class AiohttpTransport:
             await session.close()
             # Let the connector finish closing its transports (aiohttp's documented idiom).
             await asyncio.sleep(0)
+
+
+def _answer_settings(
+    session: aiohttp.ClientSession, connector: aiohttp.BaseConnector
+) -> dict[str, Any] | None:
+    """How ``session`` reads an answer (``set_response_params``' keywords), or None when this
+    aiohttp cannot take the request path a step at a time."""
+    if not STEPWISE:
+        return None
+    settings = {name: getattr(session, attribute, None)
+                for name, attribute in _ANSWER_SETTINGS.items()}
+    threshold = getattr(connector, "_timeout_ceil_threshold", None)
+    if threshold is None or None in settings.values():
+        return None
+    settings["timeout_ceil_threshold"] = threshold
+    return settings
 
 
 def _where(url: URL) -> str:
