@@ -89,7 +89,7 @@ async def _signed(pipeline: Pipeline, op: Operation[Any],
 async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
                    timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
-    session = pipeline.transport._get_session()  # type: ignore[attr-defined]
+    session = pipeline.transport._session  # type: ignore[attr-defined]
     async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
         return _LEAN_DECODERS[op.name](await response.read())
 
@@ -97,7 +97,7 @@ async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, 
 async def _decoding(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, Any],
                     timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
-    session = pipeline.transport._get_session()  # type: ignore[attr-defined]
+    session = pipeline.transport._session  # type: ignore[attr-defined]
     async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
         return op.decode(await response.read())
 
@@ -134,9 +134,13 @@ async def _ladder(url: str, session: aiohttp.ClientSession) -> tuple[
     for step, replacement in _STEP_CALLS.items():
         # Every step signs with the same keys: the process's one nonce source per key serves
         # them all, as it serves every client of a key.
+        # The steps that call aiohttp themselves share the lean client's session; the
+        # transport's steps make their own, as a client does by default.
+        own = replacement is None or replacement is _transport
         made = [
             txc_async.Client(api_key=key, api_secret=secret, base_url=url,
-                             rate_limits=UNLIMITED, limiter=limiter)
+                             rate_limits=UNLIMITED, limiter=limiter,
+                             session=None if own else session)
             for key, secret in contender_keys("txc")
         ]
         if replacement is not None:
