@@ -401,8 +401,11 @@ class AiohttpTransport:
                     raise aiohttp.ConnectionTimeoutError(f"connection timeout to {url}") from exc
                 protocol = connection.protocol
                 assert protocol is not None
+                # As ClientSession.request reads: an answer of neither declared length nor
+                # chunks ends when the server closes the connection (HTTP/1.0, or
+                # ``Connection: close``), and the method as the request holds it (upper case).
                 protocol.set_response_params(
-                    timer=timer, skip_payload=method == "HEAD", read_until_eof=False,
+                    timer=timer, skip_payload=request.method == "HEAD", read_until_eof=True,
                     read_timeout=timeout.sock_read, **settings,
                 )
                 try:
