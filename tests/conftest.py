@@ -242,10 +242,10 @@ def nonce_lateness() -> tuple[Any, list[int]]:
     return trace, late
 
 
-#: The request paths of a session the client makes: aiohttp's own request path a step at a
-#: time (the default), and ``ClientSession.request`` (an aiohttp where the steps cannot be
-#: taken alone). Tests of how a request ends run on both.
-REQUEST_PATHS = ["stepwise", "session.request"]
+#: The request paths of a session the client makes: written on aiohttp's connection and read by
+#: its parser (the default, see ``_direct.py``), and ``ClientSession.request`` (an aiohttp
+#: whose parts differ). Tests of how a request ends run on both.
+REQUEST_PATHS = ["direct", "session.request"]
 
 
 @pytest.fixture(
@@ -253,9 +253,12 @@ REQUEST_PATHS = ["stepwise", "session.request"]
 )
 def request_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     import txc_async._transport as transport
+    from txc_async._direct import DIRECT
 
     if request.param == "session.request":
-        monkeypatch.setattr(transport, "_answer_settings", lambda session, connector: None)
-    elif not transport.STEPWISE:
-        pytest.skip("this aiohttp's request path cannot be taken a step at a time")
+        monkeypatch.setattr(
+            transport.DirectExchange, "for_session", lambda session, max_answer_bytes: None
+        )
+    elif not DIRECT:
+        pytest.skip("this aiohttp's parts cannot make an exchange alone")
     return str(request.param)

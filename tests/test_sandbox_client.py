@@ -349,32 +349,32 @@ def _queued_bytes(listener: socket.socket) -> int:
     return total
 
 
-async def test_the_client_s_own_session_goes_a_step_at_a_time_unless_a_mock_replaced_aiohttp(
+async def test_the_client_s_own_session_writes_on_its_connections_unless_a_mock_replaced_aiohttp(
     sandbox: Sandbox,
 ) -> None:
-    """A session the client makes takes aiohttp's request path a step at a time; while
+    """A session the client makes writes its requests on aiohttp's connections; while
     aioresponses (or any mock) replaces ``ClientSession._request``, every request goes through
     it, so that a user's mocked tests see every request of the client."""
     from aioresponses import aioresponses
 
-    from txc_async._transport import STEPWISE
+    from txc_async._direct import DIRECT
 
-    if not STEPWISE:
-        pytest.skip("this aiohttp's request path cannot be taken a step at a time")
+    if not DIRECT:
+        pytest.skip("this aiohttp's parts cannot make an exchange alone")
     c = client_for(sandbox, retry=RetryPolicy(max_retries=0))
     transport: Any = c._pipeline.transport
     try:
         assert await c.ping() is True
-        assert transport._stepwise is True
+        assert transport._direct is True
         with aioresponses() as mocked:
             mocked.get(sandbox.url + PING, status=503, body="mocked", repeat=True)
             with pytest.raises(TransportError) as caught:
                 await c.ping()
             assert caught.value.status == 503
-            assert transport._stepwise is False
+            assert transport._direct is False
         assert sandbox.stats.received[PING] == 1  # the mocked request never left
         assert await c.ping() is True
-        assert transport._stepwise is True and sandbox.stats.received[PING] == 2
+        assert transport._direct is True and sandbox.stats.received[PING] == 2
     finally:
         await c.close()
 
@@ -401,7 +401,7 @@ async def test_no_connection_is_held_after_any_end_of_an_exchange(
             assert await c.main_balance()
         transport: Any = c._pipeline.transport
         assert not transport._session.connector._acquired
-        assert transport._stepwise is (request_path == "stepwise")
+        assert transport._direct is (request_path == "direct")
     finally:
         await c.close()
 

@@ -72,7 +72,7 @@ async def test_a_certificate_signed_by_the_given_ca_is_trusted(
         for _ in range(3):  # a new connection, then the same one again
             assert await client.ping() is True
         transport = client._pipeline.transport
-        assert transport._stepwise is (request_path == "stepwise")  # type: ignore[attr-defined]
+        assert transport._direct is (request_path == "direct")  # type: ignore[attr-defined]
     finally:
         await client.close()
 

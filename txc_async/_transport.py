@@ -7,7 +7,6 @@ import collections
 import contextlib
 import errno
 import functools
-import inspect
 import math
 import ssl
 from collections.abc import Mapping
@@ -15,13 +14,12 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 import aiohttp
-from aiohttp.client_proto import ResponseHandler
-from aiohttp.client_reqrep import ClientRequest, ClientResponse
+from aiohttp.client_reqrep import ClientRequest
 from aiohttp.connector import Connection
-from aiohttp.helpers import TimeoutHandle
 from aiohttp.tracing import Trace
 from yarl import URL
 
+from ._direct import DirectExchange, MalformedAnswer, read_chunks
 from ._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
@@ -29,7 +27,6 @@ __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Trans
 #: Answers larger than this are refused: far above the largest page of any operation (a
 #: 100-record investments page is about 40 KB), far below what would strain memory.
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
-_CHUNK = 64 * 1024
 _CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
 _CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 
@@ -56,41 +53,13 @@ _UNKNOWN, _CONNECTING, _CONNECTED = 0, 1, 2
 _request_record: ContextVar[list[Any]] = ContextVar("txc_async_request_record")
 _current_task = asyncio.current_task
 _ClientSession = aiohttp.ClientSession
-
-
-def _takes(function: Any, names: set[str]) -> bool:
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):  # pragma: no cover - aiohttp's functions have signatures
-        return False
-    return names <= parameters.keys()
-
-
-#: The session's settings of an answer's reading, by ``set_response_params``' names.
-_ANSWER_SETTINGS = {
-    "read_bufsize": "_read_bufsize",
-    "auto_decompress": "_auto_decompress",
-    "max_line_size": "_max_line_size",
-    "max_field_size": "_max_field_size",
-    "max_headers": "_max_headers",
-}
-#: This aiohttp's request path can be taken a step at a time, as ``ClientSession._request``
-#: takes it: a ``ClientRequest``, the connector's connection, the request sent, the answer
-#: started, under one deadline (see ``AiohttpTransport._exchange``).
-STEPWISE = _takes(
-    ClientRequest.__init__,
-    {"headers", "data", "loop", "session", "ssl", "timer", "response_class", "traces"},
-) and _takes(
-    ResponseHandler.set_response_params,
-    {"timer", "skip_payload", "read_until_eof", "read_timeout", "timeout_ceil_threshold",
-     *_ANSWER_SETTINGS},
-) and _takes(TimeoutHandle.__init__, {"loop", "timeout", "ceil_threshold"})
 _CLIENT_MODULE_FILE = getattr(aiohttp.client, "__file__", None)
 
 
 def _aiohttp_s_own(request_path: Any) -> bool:
     """``ClientSession._request`` is aiohttp's own, not replaced by a test's mock
-    (``aioresponses`` replaces it): only then may a request go a step at a time."""
+    (``aioresponses`` replaces it): only then may a request be written on the connection
+    directly (see ``_direct.py``), so that a mock sees every request."""
     code = getattr(request_path, "__code__", None)
     return (
         code is not None and code.co_name == "_request"
@@ -237,12 +206,12 @@ class AiohttpTransport:
         self._owns_session = session is None
         self._verify_tls = verify_tls
         self._closed = False
-        # How the session made here reads an answer, for the request path taken a step at a
-        # time (None: that path is not taken; see _exchange).
-        self._answer_settings: dict[str, Any] | None = None
+        # The exchanges of the session made here, written on its connections (None: that path
+        # is not taken; see _direct.py).
+        self._direct_exchange: DirectExchange | None = None
         # ClientSession._request as last seen, and whether it is aiohttp's own.
         self._request_path: Any = None
-        self._stepwise = False
+        self._direct = False
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -254,7 +223,7 @@ class AiohttpTransport:
             connector = _Connector(limit=self._max_connections, ssl=self._verify_tls)
             session = aiohttp.ClientSession(connector=connector)
             self._session = session
-            self._answer_settings = _answer_settings(session, connector)
+            self._direct_exchange = DirectExchange.for_session(session, self.max_answer_bytes)
         return session
 
     async def send(
@@ -282,21 +251,22 @@ class AiohttpTransport:
                 total=timeout, ceil_threshold=math.inf
             )
         record: list[Any] | None = None
-        stepwise = False
+        direct: DirectExchange | None = None
         if self._owns_session:
             record = [_current_task(), _UNKNOWN]
             _request_record.set(record)
             request_path = _ClientSession._request
             if request_path is not self._request_path:
                 self._request_path = request_path
-                self._stepwise = self._answer_settings is not None and _aiohttp_s_own(
+                self._direct = self._direct_exchange is not None and _aiohttp_s_own(
                     request_path
                 )
-            stepwise = self._stepwise
+            if self._direct:
+                direct = self._direct_exchange
         failure: TransportError
         try:
-            if stepwise:
-                status, answer, payload = await self._exchange(
+            if direct is not None:
+                status, answer, payload = await direct(
                     session, method, url, headers, body, client_timeout
                 )
             else:
@@ -323,10 +293,12 @@ class AiohttpTransport:
                 failure = RequestTimeout(f"no answer within {timeout:g} s")
         except aiohttp.ClientConnectorError as exc:
             failure = TransportError(_connect_failure(exc, url), may_have_reached_server=False)
-        except aiohttp.ClientResponseError as exc:
-            # Raised by aiohttp's HTTP parser; its request_info holds the signed headers.
+        except (aiohttp.ClientResponseError, MalformedAnswer) as exc:
+            # aiohttp's HTTP parser could not read the status line or the headers (through
+            # ClientSession.request, its error's request_info holds the signed headers).
+            reason = exc.message if isinstance(exc, aiohttp.ClientResponseError) else exc.reason
             failure = TransportError(f"malformed HTTP answer from {_where(url)}: "
-                                     f"{_first_words(exc.message)}")
+                                     f"{_first_words(reason)}")
         except aiohttp.ServerDisconnectedError:
             failure = TransportError(
                 f"{_where(url)} closed the connection before answering"
@@ -361,75 +333,6 @@ class AiohttpTransport:
             status=status,
         )
 
-    async def _exchange(
-        self,
-        session: aiohttp.ClientSession,
-        method: str,
-        url: URL,
-        headers: Mapping[str, str] | None,
-        body: bytes | None,
-        timeout: aiohttp.ClientTimeout,
-    ) -> tuple[int, Mapping[str, str], bytes | None]:
-        """One exchange through aiohttp's own request path, a step at a time: the steps of
-        ``ClientSession._request`` that a session made here takes (no redirects, cookies,
-        proxies, traces, middlewares or default headers: it has none), without the rest
-        (about a tenth of a call's CPU; benchmarks/RESULTS.md). The status, the headers and
-        the body, or None for the body when it is larger than ``max_answer_bytes`` (not read
-        further)."""
-        if session.closed:
-            raise RuntimeError("Session is closed")  # as aiohttp's own path says it
-        settings = self._answer_settings
-        connector = session.connector
-        assert settings is not None and connector is not None
-        loop = session._loop
-        # The whole exchange under one deadline, as aiohttp runs it: the timer cancels the
-        # exchange at the deadline and turns the cancellation into TimeoutError.
-        deadline = TimeoutHandle(loop, timeout.total, ceil_threshold=math.inf)
-        handle = deadline.start()
-        timer = deadline.timer()
-        try:
-            with timer:
-                request = ClientRequest(
-                    method, url, headers=headers, data=body, loop=loop, session=session,
-                    ssl=True, timer=timer, response_class=ClientResponse, traces=[],
-                )
-                try:
-                    connection = await connector.connect(request, [], timeout)
-                except TimeoutError as exc:
-                    # The connector's own connect timeout (not the deadline's: that one is a
-                    # cancellation until the timer ends).
-                    raise aiohttp.ConnectionTimeoutError(f"connection timeout to {url}") from exc
-                protocol = connection.protocol
-                assert protocol is not None
-                # As ClientSession.request reads: an answer of neither declared length nor
-                # chunks ends when the server closes the connection (HTTP/1.0, or
-                # ``Connection: close``), and the method as the request holds it (upper case).
-                protocol.set_response_params(
-                    timer=timer, skip_payload=request.method == "HEAD", read_until_eof=True,
-                    read_timeout=timeout.sock_read, **settings,
-                )
-                try:
-                    response = await request.send(connection)
-                    try:
-                        await response.start(connection)
-                    except BaseException:
-                        response.close()
-                        raise
-                except BaseException:
-                    connection.close()
-                    raise
-            # The request's body is bytes: a payload with nothing to close.
-            try:
-                return response.status, response.headers, await self._payload(response)
-            finally:
-                # As aiohttp's own path ends an answer read in ``async with``.
-                response.release()
-                await response.wait_for_close()
-        finally:
-            if handle is not None:
-                handle.cancel()
-            deadline.close()
-
     def sent_nothing(self) -> bool:
         """True when the request the current task was sending when it ended (cancelled, say)
         certainly never left this machine: it never had a connection. False when it may have
@@ -452,23 +355,10 @@ class AiohttpTransport:
                 return await response.read()
             payload = None
         else:
-            payload = await self._read_chunks(response)
+            payload = await read_chunks(response.content, self.max_answer_bytes)
         if payload is None:
             response.close()
         return payload
-
-    async def _read_chunks(self, response: aiohttp.ClientResponse) -> bytes | None:
-        """The whole body of an answer of unknown length (chunked, or compressed: the limit is
-        on the decoded bytes), or None once it exceeds ``max_answer_bytes``."""
-        limit = self.max_answer_bytes
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.content.iter_chunked(_CHUNK):
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def _connection_failure(self, exc: BaseException, url: URL) -> str:
         if self._closed:
@@ -488,22 +378,6 @@ class AiohttpTransport:
             await session.close()
             # Let the connector finish closing its transports (aiohttp's documented idiom).
             await asyncio.sleep(0)
-
-
-def _answer_settings(
-    session: aiohttp.ClientSession, connector: aiohttp.BaseConnector
-) -> dict[str, Any] | None:
-    """How ``session`` reads an answer (``set_response_params``' keywords), or None when this
-    aiohttp cannot take the request path a step at a time."""
-    if not STEPWISE:
-        return None
-    settings = {name: getattr(session, attribute, None)
-                for name, attribute in _ANSWER_SETTINGS.items()}
-    threshold = getattr(connector, "_timeout_ceil_threshold", None)
-    if threshold is None or None in settings.values():
-        return None
-    settings["timeout_ceil_threshold"] = threshold
-    return settings
 
 
 def _where(url: URL) -> str:

@@ -1,0 +1,259 @@
+"""One HTTP/1.1 exchange written on a connection of aiohttp's connector and read by aiohttp's own
+answer parser, without the request and response objects around them.
+
+``ClientSession.request`` builds a ``ClientRequest`` (the URL, a ``CIMultiDict`` of headers, a
+payload object for the body, and on Python 3.11 a task that writes it) and a ``ClientResponse``
+for every request: about a fifth of a signed call's CPU (benchmarks/RESULTS.md). Here the
+request's head and body leave in one write, serialized by aiohttp's own header writer (which
+refuses a control character in a header as aiohttp does), and the answer is aiohttp's parsed
+message and body stream. What stays aiohttp's: the connection pool, DNS, TLS and its
+verification, the connection limit, the HTTP parser (sizes, decompression, a body that ends
+with the connection's close) and the deadline's timer.
+
+A session the client makes takes this path; it has no cookie jar worth keeping, no redirects,
+proxies, traces, middlewares or default headers. Any other session, a session whose request
+path a test replaced (aioresponses), or an aiohttp whose parts differ, goes through
+``ClientSession.request`` (see ``AiohttpTransport.send``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+from aiohttp import http_writer
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.helpers import TimeoutHandle
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.streams import StreamReader
+from multidict import CIMultiDict
+from yarl import URL
+
+__all__ = ["DIRECT", "DirectExchange", "MalformedAnswer", "read_chunks"]
+
+_CHUNK = 64 * 1024
+_CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
+_CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
+_CONTENT_TYPE = aiohttp.hdrs.CONTENT_TYPE
+#: What a request of these methods without a body says of its length, as aiohttp says it.
+_NO_BODY_METHODS = frozenset(ClientRequest.GET_METHODS)
+#: Headers that depend on the request's body, never taken from the template request.
+_BODY_HEADERS = frozenset(
+    {_CONTENT_LENGTH.lower(), _CONTENT_TYPE.lower(), aiohttp.hdrs.TRANSFER_ENCODING.lower()}
+)
+
+
+def _takes(function: Any, names: set[str]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # pragma: no cover - aiohttp's functions have signatures
+        return False
+    return names <= parameters.keys()
+
+
+#: The session's settings of an answer's reading, by ``set_response_params``' names.
+_ANSWER_SETTINGS = {
+    "read_bufsize": "_read_bufsize",
+    "auto_decompress": "_auto_decompress",
+    "max_line_size": "_max_line_size",
+    "max_field_size": "_max_field_size",
+    "max_headers": "_max_headers",
+}
+#: A request's method, and its URL's scheme and authority.
+_Origin = tuple[str, str, str | None]
+_serialize_headers = getattr(http_writer, "_serialize_headers", None)
+#: This aiohttp has the parts an exchange is made of here, as its own request path uses them.
+DIRECT = (
+    _serialize_headers is not None
+    and _takes(ClientRequest.__init__, {"loop", "session", "ssl", "traces"})
+    and _takes(
+        ResponseHandler.set_response_params,
+        {"timer", "skip_payload", "read_until_eof", "read_timeout", "timeout_ceil_threshold",
+         *_ANSWER_SETTINGS},
+    )
+    and callable(getattr(ResponseHandler, "read", None))
+    and callable(getattr(ResponseHandler, "start_timeout", None))
+    and _takes(TimeoutHandle.__init__, {"loop", "timeout", "ceil_threshold"})
+)
+
+
+class MalformedAnswer(Exception):
+    """aiohttp's parser could not read the answer's status line or headers; ``reason`` is its
+    reason without the bytes it quotes."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def read_chunks(content: StreamReader, limit: int) -> bytes | None:
+    """The whole body of an answer of unknown length (chunked, or compressed: the limit is on
+    the decoded bytes), or None once it exceeds ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in content.iter_chunked(_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class DirectExchange:
+    """Exchanges of one session made by the transport, or None from :meth:`for_session` when
+    this aiohttp or this session cannot take this path."""
+
+    __slots__ = ("_origins", "_settings", "max_answer_bytes")
+
+    def __init__(self, settings: dict[str, Any], max_answer_bytes: int) -> None:
+        self._settings = settings
+        self.max_answer_bytes = max_answer_bytes
+        # Per method and origin: a request aiohttp built for it (what the connector reads: the
+        # connection's key, TLS, the host) and the headers aiohttp gives such a request.
+        self._origins: dict[_Origin, tuple[ClientRequest, CIMultiDict[str]]] = {}
+
+    @classmethod
+    def for_session(
+        cls, session: aiohttp.ClientSession, max_answer_bytes: int
+    ) -> DirectExchange | None:
+        """How ``session`` reads an answer (``set_response_params``' keywords), or None when
+        this aiohttp cannot take this path."""
+        connector = session.connector
+        if not DIRECT or connector is None:
+            return None
+        settings = {name: getattr(session, attribute, None)
+                    for name, attribute in _ANSWER_SETTINGS.items()}
+        threshold = getattr(connector, "_timeout_ceil_threshold", None)
+        if threshold is None or None in settings.values():
+            return None
+        settings["timeout_ceil_threshold"] = threshold
+        return cls(settings, max_answer_bytes)
+
+    def _origin(
+        self, session: aiohttp.ClientSession, method: str, url: URL
+    ) -> tuple[ClientRequest, CIMultiDict[str]]:
+        key = (method, url.scheme, url.raw_authority)
+        found = self._origins.get(key)
+        if found is None:
+            if len(self._origins) >= 64:
+                self._origins.clear()
+            # aiohttp's own request for the origin: it checks the method and the URL, and
+            # gives the Host, Accept, Accept-Encoding, User-Agent (and Authorization, for a URL
+            # with credentials) that aiohttp sends.
+            template = ClientRequest(
+                method, url.with_path("/").with_query(None).with_fragment(None),
+                loop=session._loop, session=session, ssl=True, traces=[],
+            )
+            headers: CIMultiDict[str] = CIMultiDict(
+                (name, value) for name, value in template.headers.items()
+                if name.lower() not in _BODY_HEADERS
+            )
+            connector = session.connector
+            if connector is not None and connector.force_close:
+                headers[aiohttp.hdrs.CONNECTION] = "close"
+            found = self._origins[key] = (template, headers)
+        return found
+
+    def _request_bytes(
+        self, method: str, url: URL, base: CIMultiDict[str],
+        headers: Mapping[str, str] | None, body: bytes | None,
+    ) -> bytes:
+        """The request's head and body, as aiohttp writes them for this session."""
+        all_headers = base.copy()
+        if headers:
+            all_headers.update(headers)
+        if body is not None:
+            all_headers[_CONTENT_LENGTH] = str(len(body))
+            if _CONTENT_TYPE not in all_headers:
+                all_headers[_CONTENT_TYPE] = "application/octet-stream"
+        elif method not in _NO_BODY_METHODS:
+            all_headers[_CONTENT_LENGTH] = "0"
+        assert _serialize_headers is not None
+        head: bytes = _serialize_headers(f"{method} {url.raw_path_qs} HTTP/1.1", all_headers)
+        return head + body if body else head
+
+    async def __call__(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        url: URL,
+        headers: Mapping[str, str] | None,
+        body: bytes | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> tuple[int, Mapping[str, str], bytes | None]:
+        """The status, the headers and the body, or None for the body when it is larger than
+        ``max_answer_bytes`` (not read further: the connection is closed)."""
+        if session.closed:
+            raise RuntimeError("Session is closed")  # as aiohttp's own path says it
+        connector = session.connector
+        assert connector is not None
+        template, base = self._origin(session, method, url)
+        method = template.method  # upper case, as aiohttp sends it
+        request = self._request_bytes(method, url, base, headers, body)
+        # The whole exchange under one deadline, as aiohttp runs it: the timer cancels the
+        # exchange at the deadline and turns the cancellation into TimeoutError.
+        deadline = TimeoutHandle(session._loop, timeout.total, ceil_threshold=math.inf)
+        handle = deadline.start()
+        timer = deadline.timer()
+        try:
+            with timer:
+                try:
+                    connection = await connector.connect(template, [], timeout)
+                except TimeoutError as exc:
+                    # The connector's own connect timeout (not the deadline's: that one is a
+                    # cancellation until the timer ends).
+                    raise aiohttp.ConnectionTimeoutError(f"connection timeout to {url}") from exc
+                try:
+                    protocol = connection.protocol
+                    assert protocol is not None
+                    # As ClientSession.request reads: an answer of neither declared length nor
+                    # chunks ends when the server closes the connection (HTTP/1.0, or
+                    # ``Connection: close``).
+                    protocol.set_response_params(
+                        timer=timer, skip_payload=method == "HEAD", read_until_eof=True,
+                        read_timeout=timeout.sock_read, **self._settings,
+                    )
+                    transport = protocol.transport
+                    if transport is None or transport.is_closing():
+                        # As aiohttp's writer says it of a connection closed in the pool.
+                        raise aiohttp.ClientConnectionResetError(
+                            "Cannot write to closing transport"
+                        )
+                    transport.write(request)
+                    # The answer's read timeout (sock_read) runs from here, as in aiohttp.
+                    protocol.start_timeout()
+                    while True:
+                        try:
+                            message, content = await protocol.read()
+                        except HttpProcessingError as exc:
+                            raise MalformedAnswer(str(exc.message)) from None
+                        status = message.code
+                        # An interim answer (100 Continue, 103 Early Hints) is skipped.
+                        if status < 100 or status > 199 or status == 101:
+                            break
+                    answer = message.headers
+                    declared = answer.get(_CONTENT_LENGTH)
+                    limit = self.max_answer_bytes
+                    payload: bytes | None
+                    if declared is not None and answer.get(_CONTENT_ENCODING) is None:
+                        # The usual answer declares its length and is not compressed.
+                        payload = await content.read() if int(declared) <= limit else None
+                    else:
+                        payload = await read_chunks(content, limit)
+                except BaseException:
+                    connection.close()
+                    raise
+                if payload is None:
+                    connection.close()
+                else:
+                    # Back to the pool unless the answer or the server says it must close.
+                    connection.release()
+                return status, answer, payload
+        finally:
+            if handle is not None:
+                handle.cancel()
+            deadline.close()
