@@ -6,7 +6,6 @@ the method the transport is given."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from yarl import URL
@@ -15,29 +14,8 @@ import txc_async
 from txc_async import RetryPolicy, TransportError
 from txc_async._transport import AiohttpTransport
 
-Answer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-async def _read_head(reader: asyncio.StreamReader) -> bytes:
-    return await reader.readuntil(b"\r\n\r\n")
-
-
-async def _serve(answer: Answer) -> AsyncIterator[str]:
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await answer(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.close()
-        await server.wait_closed()
+from ._raw_server import read_head as _read_head
+from ._raw_server import serve as _serve
 
 
 @pytest.mark.parametrize("first_line", [b"HTTP/1.0 200 OK", b"HTTP/1.1 200 OK"])

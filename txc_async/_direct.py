@@ -33,7 +33,7 @@ from aiohttp.streams import StreamReader
 from multidict import CIMultiDict
 from yarl import URL
 
-__all__ = ["DIRECT", "DirectExchange", "MalformedAnswer", "read_chunks"]
+__all__ = ["DIRECT", "DirectExchange", "MalformedAnswer", "Unsendable", "read_chunks"]
 
 _CHUNK = 64 * 1024
 _CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
@@ -41,6 +41,8 @@ _CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 _CONTENT_TYPE = aiohttp.hdrs.CONTENT_TYPE
 #: What a request of these methods without a body says of its length, as aiohttp says it.
 _NO_BODY_METHODS = frozenset(ClientRequest.GET_METHODS)
+#: Methods whose requests aiohttp gives a Content-Type, with or without a body.
+_POST_METHODS = frozenset(ClientRequest.POST_METHODS)
 #: Headers that depend on the request's body, never taken from the template request.
 _BODY_HEADERS = frozenset(
     {_CONTENT_LENGTH.lower(), _CONTENT_TYPE.lower(), aiohttp.hdrs.TRANSFER_ENCODING.lower()}
@@ -55,13 +57,18 @@ def _takes(function: Any, names: set[str]) -> bool:
     return names <= parameters.keys()
 
 
-#: The session's settings of an answer's reading, by ``set_response_params``' names.
-_ANSWER_SETTINGS = {
+#: The session's settings of an answer's reading, by ``set_response_params``' names; all
+#: but ``max_headers`` (aiohttp 3.13) are needed.
+_SESSION_SETTINGS = {
     "read_bufsize": "_read_bufsize",
     "auto_decompress": "_auto_decompress",
     "max_line_size": "_max_line_size",
     "max_field_size": "_max_field_size",
     "max_headers": "_max_headers",
+}
+_ANSWER_SETTINGS = {
+    name: attribute for name, attribute in _SESSION_SETTINGS.items()
+    if _takes(ResponseHandler.set_response_params, {name})
 }
 #: A request's method, and its URL's scheme and authority.
 _Origin = tuple[str, str, str | None]
@@ -73,17 +80,28 @@ DIRECT = (
     and _takes(
         ResponseHandler.set_response_params,
         {"timer", "skip_payload", "read_until_eof", "read_timeout", "timeout_ceil_threshold",
-         *_ANSWER_SETTINGS},
+         "read_bufsize", "auto_decompress", "max_line_size", "max_field_size"},
     )
     and callable(getattr(ResponseHandler, "read", None))
     and callable(getattr(ResponseHandler, "start_timeout", None))
     and _takes(TimeoutHandle.__init__, {"loop", "timeout", "ceil_threshold"})
+    and hasattr(aiohttp, "ClientConnectionResetError")
+    and hasattr(aiohttp, "ConnectionTimeoutError")
 )
 
 
 class MalformedAnswer(Exception):
     """aiohttp's parser could not read the answer's status line or headers; ``reason`` is its
     reason without the bytes it quotes."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Unsendable(Exception):
+    """The request cannot be written as HTTP (a control character in a header or the method,
+    a URL without a host): refused before it had a connection, so nothing of it was sent."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -144,10 +162,15 @@ class DirectExchange:
             # aiohttp's own request for the origin: it checks the method and the URL, and
             # gives the Host, Accept, Accept-Encoding, User-Agent (and Authorization, for a URL
             # with credentials) that aiohttp sends.
-            template = ClientRequest(
-                method, url.with_path("/").with_query(None).with_fragment(None),
-                loop=session._loop, session=session, ssl=True, traces=[],
-            )
+            try:
+                template = ClientRequest(
+                    method, url.with_path("/").with_query(None).with_fragment(None),
+                    loop=session._loop, session=session, ssl=True, traces=[],
+                )
+            except (ValueError, aiohttp.InvalidURL) as exc:
+                raise Unsendable(
+                    f"aiohttp refuses its method or URL ({type(exc).__name__})"
+                ) from None
             headers: CIMultiDict[str] = CIMultiDict(
                 (name, value) for name, value in template.headers.items()
                 if name.lower() not in _BODY_HEADERS
@@ -168,12 +191,20 @@ class DirectExchange:
             all_headers.update(headers)
         if body is not None:
             all_headers[_CONTENT_LENGTH] = str(len(body))
-            if _CONTENT_TYPE not in all_headers:
-                all_headers[_CONTENT_TYPE] = "application/octet-stream"
         elif method not in _NO_BODY_METHODS:
             all_headers[_CONTENT_LENGTH] = "0"
+        if (body is not None or method in _POST_METHODS) and _CONTENT_TYPE not in all_headers:
+            all_headers[_CONTENT_TYPE] = "application/octet-stream"
         assert _serialize_headers is not None
-        head: bytes = _serialize_headers(f"{method} {url.raw_path_qs} HTTP/1.1", all_headers)
+        try:
+            head: bytes = _serialize_headers(
+                f"{method} {url.raw_path_qs} HTTP/1.1", all_headers
+            )
+        except ValueError:
+            # aiohttp's writer refuses what could end a header early (CR, LF, other controls).
+            raise Unsendable(
+                "a header or the request line holds a control character"
+            ) from None
         return head + body if body else head
 
     async def __call__(

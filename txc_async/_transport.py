@@ -19,7 +19,7 @@ from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from ._direct import DirectExchange, MalformedAnswer, read_chunks
+from ._direct import DirectExchange, MalformedAnswer, Unsendable, read_chunks
 from ._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
@@ -291,6 +291,11 @@ class AiohttpTransport:
                 )
             else:
                 failure = RequestTimeout(f"no answer within {timeout:g} s")
+        except Unsendable as exc:
+            failure = TransportError(
+                f"the request to {_where(url)} was not sent: {exc.reason}",
+                may_have_reached_server=False,
+            )
         except aiohttp.ClientConnectorError as exc:
             failure = TransportError(_connect_failure(exc, url), may_have_reached_server=False)
         except (aiohttp.ClientResponseError, MalformedAnswer) as exc:
