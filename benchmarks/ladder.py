@@ -10,10 +10,11 @@ alternating rounds against the sandbox in another process.
                                 aiohttp called directly, the lean client's decoders
     + answer decoding           the client's ``AnswerDecoder``: every amount checked finite,
                                 the balance as ``dict[str, Decimal]``
-    + transport                 ``AiohttpTransport.send``: aiohttp's request path a step
-                                at a time (the steps before used ``session.post``), the
-                                per-request deadline, the answer-size limit, aiohttp's
-                                errors translated
+    + transport                 ``AiohttpTransport.send``: the request written on a
+                                connection of aiohttp's connector and the answer read by
+                                aiohttp's parser (``_direct.py``; the steps before use
+                                ``session.post``), the per-request deadline, the answer-size
+                                limit, aiohttp's errors translated
     the whole client            + the exact rate-limit log, the server-clock estimate, the
                                 call registry for ``close()``, counters, retries, records
 

@@ -175,8 +175,8 @@ async def contenders(
     calls: dict[str, Calls] = {}
 
     # Every client object shares one limiter, as one application would, and makes its own HTTP
-    # session, as the README's usage does (a session the client makes takes aiohttp's request
-    # path a step at a time; an injected one goes through ``ClientSession.request``).
+    # session, as the README's usage does (a session the client makes writes its requests on
+    # aiohttp's connections; an injected one goes through ``ClientSession.request``).
     limiter = txc_async.InProcessLimiter()
     clients = [
         txc_async.Client(api_key=key, api_secret=secret, base_url=url, rate_limits=UNLIMITED,

@@ -14,13 +14,17 @@ async def read_head(reader: asyncio.StreamReader) -> bytes:
     return await reader.readuntil(b"\r\n\r\n")
 
 
-async def serve(answer: Answer) -> AsyncIterator[str]:
-    """Yields the server's base URL (``http://127.0.0.1:<port>``) once, then stops it."""
+async def serve(answer: Answer, connections: list[int] | None = None) -> AsyncIterator[str]:
+    """Yields the server's base URL (``http://127.0.0.1:<port>``) once, then stops it; each
+    connection it accepts appends to ``connections``."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if connections is not None:
+            connections.append(1)
         try:
             await answer(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                asyncio.CancelledError):
             pass
         finally:
             writer.close()

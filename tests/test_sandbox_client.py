@@ -418,10 +418,22 @@ async def test_a_request_that_had_a_connection_is_never_connected_again_nor_unse
 
     opened: list[int] = []
 
+    class Open:
+        """A connection whose transport is open (the connector looks before it hands it on)."""
+
+        class transport:  # stands for the attribute
+            @staticmethod
+            def is_closing() -> bool:
+                return False
+
+            @staticmethod
+            def get_extra_info(name: str) -> None:
+                return None
+
     async def connect(self: Any, req: Any, traces: Any, timeout: Any) -> Any:
         opened.append(1)
         await asyncio.sleep(30 if len(opened) > 1 else 0)  # a first connection, or never one
-        return object()
+        return Open()
 
     monkeypatch.setattr(aiohttp.TCPConnector, "connect", connect)
     transport = AiohttpTransport()

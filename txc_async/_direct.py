@@ -33,7 +33,7 @@ from aiohttp.streams import StreamReader
 from multidict import CIMultiDict
 from yarl import URL
 
-__all__ = ["DIRECT", "DirectExchange", "MalformedAnswer", "Unsendable", "read_chunks"]
+__all__ = ["DIRECT", "DirectExchange", "MalformedAnswer", "Unsendable", "bodyless", "read_body"]
 
 _CHUNK = 64 * 1024
 _CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
@@ -41,6 +41,8 @@ _CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 _CONTENT_TYPE = aiohttp.hdrs.CONTENT_TYPE
 #: What a request of these methods without a body says of its length, as aiohttp says it.
 _NO_BODY_METHODS = frozenset(ClientRequest.GET_METHODS)
+#: Statuses whose answers have no body, whatever their headers say.
+_BODYLESS_STATUSES = frozenset({204, 304})
 #: Methods whose requests aiohttp gives a Content-Type, with or without a body.
 _POST_METHODS = frozenset(ClientRequest.POST_METHODS)
 #: Headers that depend on the request's body, never taken from the template request.
@@ -108,7 +110,27 @@ class Unsendable(Exception):
         self.reason = reason
 
 
-async def read_chunks(content: StreamReader, limit: int) -> bytes | None:
+async def read_body(
+    content: StreamReader, answer: Mapping[str, str], empty: bool, limit: int
+) -> bytes | None:
+    """An answer's body from aiohttp's stream, or None (not read further) when it is larger
+    than ``limit``. An ``empty`` answer (see :func:`bodyless`) has none, whatever its
+    Content-Length says."""
+    if empty:
+        return await content.read()
+    declared = answer.get(_CONTENT_LENGTH)
+    if declared is not None and answer.get(_CONTENT_ENCODING) is None:
+        # The usual answer declares its length and is not compressed: read at once.
+        return await content.read() if int(declared) <= limit else None
+    return await _read_chunks(content, limit)
+
+
+def bodyless(method: str, status: int) -> bool:
+    """The answer has no body, as HTTP says and aiohttp's parser reads it."""
+    return method == "HEAD" or status in _BODYLESS_STATUSES
+
+
+async def _read_chunks(content: StreamReader, limit: int) -> bytes | None:
     """The whole body of an answer of unknown length (chunked, or compressed: the limit is on
     the decoded bytes), or None once it exceeds ``limit``."""
     chunks: list[bytes] = []
@@ -188,7 +210,9 @@ class DirectExchange:
         """The request's head and body, as aiohttp writes them for this session."""
         all_headers = base.copy()
         if headers:
-            all_headers.update(headers)
+            for name, value in headers.items():
+                # One header of a name, whatever its case: the last given, as aiohttp sends.
+                all_headers[name] = value
         if body is not None:
             all_headers[_CONTENT_LENGTH] = str(len(body))
         elif method not in _NO_BODY_METHODS:
@@ -267,14 +291,9 @@ class DirectExchange:
                         if status < 100 or status > 199 or status == 101:
                             break
                     answer = message.headers
-                    declared = answer.get(_CONTENT_LENGTH)
-                    limit = self.max_answer_bytes
-                    payload: bytes | None
-                    if declared is not None and answer.get(_CONTENT_ENCODING) is None:
-                        # The usual answer declares its length and is not compressed.
-                        payload = await content.read() if int(declared) <= limit else None
-                    else:
-                        payload = await read_chunks(content, limit)
+                    payload = await read_body(
+                        content, answer, bodyless(method, status), self.max_answer_bytes
+                    )
                 except BaseException:
                     connection.close()
                     raise

@@ -8,6 +8,7 @@ import contextlib
 import errno
 import functools
 import math
+import select
 import ssl
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -19,7 +20,7 @@ from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from ._direct import DirectExchange, MalformedAnswer, Unsendable, read_chunks
+from ._direct import DirectExchange, MalformedAnswer, Unsendable, bodyless, read_body
 from ._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
@@ -27,8 +28,6 @@ __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Trans
 #: Answers larger than this are refused: far above the largest page of any operation (a
 #: 100-record investments page is about 40 KB), far below what would strain memory.
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
-_CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
-_CONTENT_ENCODING = aiohttp.hdrs.CONTENT_ENCODING
 
 
 class RawResponse(NamedTuple):
@@ -53,6 +52,7 @@ _UNKNOWN, _CONNECTING, _CONNECTED = 0, 1, 2
 _request_record: ContextVar[list[Any]] = ContextVar("txc_async_request_record")
 _current_task = asyncio.current_task
 _ClientSession = aiohttp.ClientSession
+_CLOSED_IN_FLIGHT = "the client was closed while the request was in flight"
 _CLIENT_MODULE_FILE = getattr(aiohttp.client, "__file__", None)
 
 
@@ -97,10 +97,56 @@ class _Connector(aiohttp.TCPConnector):
                 raise aiohttp.ServerDisconnectedError()
             record[1] = _CONNECTING
         connection = await super().connect(req, traces, timeout)
+        # A connection from the pool that its server has closed since its last answer (a
+        # keep-alive that ended as it answered, the event loop not yet told): nothing of this
+        # request was written on it, so it is closed and another taken, instead of a request
+        # written into it and reported as maybe sent. A close that comes later than this look
+        # cannot be told from one that came after the request (no HTTP client can).
+        for _ in range(_DEAD_CONNECTIONS_SKIPPED):
+            if not _peer_closed(connection):
+                break
+            connection.close()
+            connection = await super().connect(req, traces, timeout)
         # Nothing runs between the return and this line: no cancellation can fall between.
         if record is not None:
             record[1] = _CONNECTED
         return connection
+
+
+#: How many closed connections from the pool one request passes over before it takes the next
+#: as it comes (each one passed over is closed, so the pool empties of them).
+_DEAD_CONNECTIONS_SKIPPED = 8
+_HAS_POLL = hasattr(select, "poll")
+#: The peer closed its side (Linux says so apart from readable bytes: POLLRDHUP); elsewhere any
+#: readable event on an idle connection means it cannot carry a request.
+_POLL_RDHUP = getattr(select, "POLLRDHUP", 0)
+_POLL_ASK = _POLL_RDHUP or select.POLLIN if _HAS_POLL else 0
+_POLL_CLOSED = (
+    (_POLL_RDHUP or select.POLLIN) | select.POLLHUP | select.POLLERR if _HAS_POLL else 0
+)
+
+
+def _peer_closed(connection: Connection) -> bool:
+    """The connection's peer has closed it, or it is closing (False when it cannot be told)."""
+    transport = connection.transport
+    if transport is None or transport.is_closing():
+        return True
+    sock = transport.get_extra_info("socket")
+    fileno = getattr(sock, "fileno", None)
+    if fileno is None:
+        return False
+    try:
+        fd = fileno()
+        if fd < 0:
+            return True
+        if _HAS_POLL:
+            poller = select.poll()
+            poller.register(fd, _POLL_ASK)
+            return any(events & _POLL_CLOSED for _, events in poller.poll(0))
+        readable, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class Transport(Protocol):
@@ -306,11 +352,13 @@ class AiohttpTransport:
                                      f"{_first_words(reason)}")
         except aiohttp.ServerDisconnectedError:
             failure = TransportError(
-                f"{_where(url)} closed the connection before answering"
+                _CLOSED_IN_FLIGHT if self._closed
+                else f"{_where(url)} closed the connection before answering"
             )
         except aiohttp.ClientPayloadError:
             failure = TransportError(
-                f"the answer from {_where(url)} was cut off or malformed before its end"
+                _CLOSED_IN_FLIGHT if self._closed
+                else f"the answer from {_where(url)} was cut off or malformed before its end"
             )
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             failure = TransportError(self._connection_failure(exc, url))
@@ -352,22 +400,17 @@ class AiohttpTransport:
     async def _payload(self, response: aiohttp.ClientResponse) -> bytes | None:
         """The answer's body, or None (the response closed) when it is larger than
         ``max_answer_bytes``."""
-        answer = response.headers
-        declared = answer.get(_CONTENT_LENGTH)
-        if declared is not None and answer.get(_CONTENT_ENCODING) is None:
-            # The usual answer declares its length and is not compressed: read at once.
-            if int(declared) <= self.max_answer_bytes:
-                return await response.read()
-            payload = None
-        else:
-            payload = await read_chunks(response.content, self.max_answer_bytes)
+        payload = await read_body(
+            response.content, response.headers, bodyless(response.method, response.status),
+            self.max_answer_bytes,
+        )
         if payload is None:
             response.close()
         return payload
 
     def _connection_failure(self, exc: BaseException, url: URL) -> str:
         if self._closed:
-            return "the client was closed while the request was in flight"
+            return _CLOSED_IN_FLIGHT
         if isinstance(exc, ConnectionResetError) or (
             isinstance(exc, OSError) and exc.errno == errno.ECONNRESET
         ):
