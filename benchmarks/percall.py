@@ -459,14 +459,16 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
             print(f"  CPU per call, {operation:28} {ratio:5.2f}x")
         ratio = figures["throughput"][OURS] / figures["throughput"][other]
         print(f"  throughput, {callers} callers{'':19} {ratio:5.2f}x")
-    print("what bounds the CPU per call (the floor: signing, aiohttp's exchange, reading bytes):")
+    print("what bounds the CPU per call (the floor of ClientSession.request: signing, "
+          "aiohttp's exchange through session.post, reading bytes; txc_async's own session "
+          "writes on aiohttp's connections, below that floor):")
     for operation in OPERATIONS:
         floor = figures[operation][FLOOR][0]
         lean = figures[operation][LEAN][0]
         ours = figures[operation][OURS][0]
         print(f"  {operation:20} floor {floor * 1e6:4.0f} µs, lean decoding "
-              f"+{(lean - floor) * 1e6:3.0f} µs, txc_async "
-              f"+{(ours - lean) * 1e6:3.0f} µs over lean "
+              f"{(lean - floor) * 1e6:+4.0f} µs, txc_async "
+              f"{(ours - lean) * 1e6:+4.0f} µs against lean "
               f"(floor = {floor / ours:.0%} of txc_async's CPU)")
     figures["checks"] = checks
     return figures
