@@ -19,9 +19,9 @@ alternating rounds against the sandbox in another process.
                                 call registry for ``close()``, counters, retries, records
 
 Each step but the last replaces ``Pipeline.call`` of its own client with the code below; the
-last is the library unchanged. The figures are CPU per call (sequential calls) and client CPU
-per call with 64 concurrent callers over 16 keys, medians of the rounds, and each step's ratio to
-the lean client of the same round.
+last is the library unchanged. The figures are CPU per call (sequential calls, the steps taking
+turns call by call) and client CPU per call with 64 concurrent callers over 16 keys, medians of
+the rounds, and each step's ratio to the lean client of the same round.
 
     python benchmarks/ladder.py [--quick]
 """
@@ -60,7 +60,7 @@ from benchmarks.percall import (
     _decode_balance,
     _decode_investments,
     concurrent,
-    sequential,
+    interleaved,
 )
 
 LEAN = "lean typed msgspec"
@@ -176,11 +176,16 @@ async def run(quick: bool) -> dict[str, dict[str, float]]:
             for round_number in range(busy_rounds if operation == "busy" else rounds):
                 shift = round_number % len(STEPS)
                 figures = {}
-                for step in STEPS[shift:] + STEPS[:shift]:
-                    if operation == "busy":
+                if operation == "busy":
+                    for step in STEPS[shift:] + STEPS[:shift]:
                         figures[step] = (await concurrent(calls[step]["main_balance"], 64, each))[2]
-                    else:
-                        figures[step] = (await sequential(calls[step][operation][0], count))[0]
+                        await asyncio.sleep(0.05)
+                else:
+                    # The steps take turns call by call (see percall.interleaved).
+                    taken = await interleaved(
+                        {step: calls[step][operation][0] for step in STEPS}, count, shift
+                    )
+                    figures = {step: cpu_per_call for step, (cpu_per_call, _) in taken.items()}
                     await asyncio.sleep(0.05)
                 for step, value in figures.items():
                     cpu.setdefault((operation, step), []).append(value)

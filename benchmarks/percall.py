@@ -24,6 +24,7 @@ import base64
 import hashlib
 import hmac
 import json
+import random
 import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
@@ -248,15 +249,28 @@ async def contenders(
     return calls, close
 
 
-async def sequential(call: Call, count: int) -> tuple[float, float]:
-    """CPU seconds per call and median latency of ``count`` calls one after another."""
-    latencies = []
-    cpu = time.process_time()
+async def interleaved(calls: dict[str, Call], count: int,
+                      seed: int = 0) -> dict[str, tuple[float, float]]:
+    """CPU seconds per call and median latency of ``count`` sequential calls of each
+    contender, the contenders taking turns call by call in an order shuffled every turn
+    (``seed``): a slower spell of a shared host weighs on every contender alike, where rounds
+    of one contender's calls after another's would each catch a different spell; and each
+    contender follows every other about as often (a call after one of the same code finds the
+    caches warmer)."""
+    names = list(calls)
+    shuffle = random.Random(seed).shuffle
+    cpu = dict.fromkeys(names, 0.0)
+    latencies: dict[str, list[float]] = {name: [] for name in names}
+    clock = time.process_time
+    wall = time.perf_counter
     for _ in range(count):
-        began = time.perf_counter()
-        await call()
-        latencies.append(time.perf_counter() - began)
-    return (time.process_time() - cpu) / count, median(latencies)
+        shuffle(names)
+        for name in names:
+            began, used = wall(), clock()
+            await calls[name]()
+            cpu[name] += clock() - used
+            latencies[name].append(wall() - began)
+    return {name: (cpu[name] / count, median(latencies[name])) for name in calls}
 
 
 async def concurrent(calls: list[Call], callers: int, each: int) -> tuple[float, int, float, float]:
@@ -326,13 +340,15 @@ async def one_pass(url: str, samples: Samples, *, rounds: int, count: int, calle
         order = list(calls)
         for operation in OPERATIONS:
             for round_number in range(rounds):
-                # Alternate the order round by round, and let the server settle in between, so
+                # The contenders take turns call by call, the order rotated round by round, so
                 # that drift and the other processes' work weigh on every contender alike.
-                for name in order if round_number % 2 == 0 else order[::-1]:
-                    c, lat = await sequential(calls[name][operation][0], count)
+                figures = await interleaved(
+                    {name: calls[name][operation][0] for name in order}, count, round_number
+                )
+                for name, (c, lat) in figures.items():
                     samples.cpu.setdefault((operation, name), []).append(c)
                     samples.latency.setdefault((operation, name), []).append(lat)
-                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)
         for round_number in range(throughput_rounds):
             for name in order if round_number % 2 == 0 else order[::-1]:
                 rate, failed, cpu_per_call, share = await concurrent(
@@ -411,7 +427,8 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
     figures["throughput"] = {n: median(samples.rate[n]) for n in names}
     figures["throughput_cpu"] = {n: median(samples.busy_cpu[n]) for n in names}
     print(f"\n-- event loop: {loop} --")
-    print(f"{rounds} rounds of {count} sequential calls per contender, contenders alternating; "
+    print(f"{rounds} rounds of {count} sequential calls per contender, contenders taking turns "
+          "call by call; "
           "medians")
     rows = []
     for operation in OPERATIONS:
