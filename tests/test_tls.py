@@ -98,3 +98,40 @@ async def test_verification_turned_off_reaches_the_server(
         assert await client.ping() is True
     finally:
         await client.close()
+
+
+async def test_a_server_closing_right_after_its_answer_fails_no_request_over_tls(
+    request_path: str, certificate: tuple[Path, Path]
+) -> None:
+    """Over TLS too, a server that closes each connection right after answering (no
+    ``Connection: close``) fails no request: each goes out on a connection still open."""
+    import asyncio
+
+    cert, key = certificate
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    seen: list[int] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            seen.append(1)
+            writer.write(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n'
+                         b'Content-Length: 8\r\n\r\n["pong"]')
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=served)
+    port = server.sockets[0].getsockname()[1]
+    client = _client(f"https://127.0.0.1:{port}", ssl.create_default_context(cafile=str(cert)))
+    try:
+        for _ in range(20):
+            assert await client.ping() is True
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
+    assert len(seen) == 20
