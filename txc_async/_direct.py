@@ -92,22 +92,22 @@ DIRECT = (
 )
 
 
-class MalformedAnswer(Exception):
+class _ExchangeFailure(Exception):
+    """An exchange that failed for a ``reason`` the transport words into its error."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MalformedAnswer(_ExchangeFailure):
     """aiohttp's parser could not read the answer's status line or headers; ``reason`` is its
     reason without the bytes it quotes."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
-
-class Unsendable(Exception):
+class Unsendable(_ExchangeFailure):
     """The request cannot be written as HTTP (a control character in a header or the method,
     a URL without a host): refused before it had a connection, so nothing of it was sent."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 async def read_body(

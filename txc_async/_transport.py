@@ -120,10 +120,8 @@ _HAS_POLL = hasattr(select, "poll")
 #: The peer closed its side (Linux says so apart from readable bytes: POLLRDHUP); elsewhere any
 #: readable event on an idle connection means it cannot carry a request.
 _POLL_RDHUP = getattr(select, "POLLRDHUP", 0)
-_POLL_ASK = _POLL_RDHUP or select.POLLIN if _HAS_POLL else 0
-_POLL_CLOSED = (
-    (_POLL_RDHUP or select.POLLIN) | select.POLLHUP | select.POLLERR if _HAS_POLL else 0
-)
+_POLL_ASK = (_POLL_RDHUP or select.POLLIN) if _HAS_POLL else 0
+_POLL_CLOSED = (_POLL_ASK | select.POLLHUP | select.POLLERR) if _HAS_POLL else 0
 
 
 def _peer_closed(connection: Connection) -> bool:
