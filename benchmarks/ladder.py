@@ -23,7 +23,7 @@ last is the library unchanged. The figures are CPU per call (sequential calls, t
 turns call by call) and client CPU per call with 64 concurrent callers over 16 keys, medians of
 the rounds, and each step's ratio to the lean client of the same round.
 
-    python benchmarks/ladder.py [--quick]
+    python benchmarks/ladder.py [--quick] [--loop uvloop]
 """
 
 from __future__ import annotations
@@ -225,11 +225,20 @@ async def run(quick: bool) -> dict[str, dict[str, float]]:
     return result
 
 
-def main(quick: bool) -> dict[str, dict[str, float]]:
-    return asyncio.run(run(quick))
+def main(quick: bool, loop: str = "asyncio") -> dict[str, dict[str, float]]:
+    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
+    if loop == "uvloop":
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    print(f"event loop: {loop}")
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(run(quick))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    main(parser.parse_args().quick)
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    arguments = parser.parse_args()
+    main(arguments.quick, arguments.loop)
