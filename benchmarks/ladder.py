@@ -21,7 +21,11 @@ alternating rounds against the sandbox in another process.
 Each step but the last replaces ``Pipeline.call`` of its own client with the code below; the
 last is the library unchanged. The figures are CPU per call (sequential calls, the steps taking
 turns call by call) and client CPU per call with 64 concurrent callers over 16 keys, medians of
-the rounds, and each step's ratio to the lean client of the same round.
+the rounds, and each step's ratio to the lean client of the same round. The steps take turns all
+together: each runs much of the code of the steps beside it (those above ``+ transport`` send
+through ``session.post``, as the lean client does), and code another contender also runs reads
+cheaper (``sharing.py``). The rows locate the cost; the targets' ratios come from
+``percall.py``, where each contender takes turns with the lean client alone.
 
     python benchmarks/ladder.py [--quick] [--loop uvloop]
 """
