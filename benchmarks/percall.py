@@ -282,8 +282,8 @@ async def paired(calls: dict[str, Calls], name: str, operation: str, count: int,
     because which other contenders take turns changes the figures: a contender whose code
     another one also runs finds it warmer in the CPU's caches, and reads cheaper. The lean
     client shares aiohttp's ``session.post`` path with the floor, the hand-written client and
-    ccxt; with all five taking turns, it read 2-6 % cheaper against txc_async than in a pair,
-    and a second client running either side's code moved the ratio by about 2 % towards that
+    ccxt; with all five taking turns, it read 2-4 % cheaper against txc_async than in a pair,
+    and a second client running either side's code moved the ratio by 2-4 % towards that
     side (``benchmarks/sharing.py``). In a pair, each of the two follows the other as often as
     itself."""
     return await interleaved(
