@@ -9,9 +9,9 @@ import resource
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 #: Extra keys the benchmark sandbox accepts, one per contender, so that their nonce sources
 #: never collide.
@@ -101,6 +101,25 @@ def start_sandbox_process(**kwargs: Any) -> SandboxProcess:
     assert process.stdout is not None
     url, key, secret = process.stdout.readline().decode().split()
     return SandboxProcess(url, key, secret, process)
+
+
+T = TypeVar("T")
+
+#: The event loops a benchmark can run on (``--loop``).
+LOOPS = ("asyncio", "uvloop")
+
+
+def run_on(loop: str, main: Coroutine[Any, Any, T]) -> T:
+    """Runs ``main`` to its end on a new event loop of ``loop`` (one of :data:`LOOPS`), after
+    printing which."""
+    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
+    if loop == "uvloop":
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    print(f"event loop: {loop}")
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
 
 
 def load() -> str:

@@ -52,10 +52,12 @@ from txc_async._retry import RetryPolicy
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import (
+    LOOPS,
     contender_keys,
     load,
     machine,
     median,
+    run_on,
     start_sandbox_process,
 )
 from benchmarks.percall import (
@@ -230,19 +232,12 @@ async def run(quick: bool) -> dict[str, dict[str, float]]:
 
 
 def main(quick: bool, loop: str = "asyncio") -> dict[str, dict[str, float]]:
-    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
-    if loop == "uvloop":
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    print(f"event loop: {loop}")
-    with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(run(quick))
+    return run_on(loop, run(quick))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--loop", choices=LOOPS, default="asyncio")
     arguments = parser.parse_args()
     main(arguments.quick, arguments.loop)

@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import load, machine, median, start_sandbox_process
+from benchmarks._common import LOOPS, load, machine, median, run_on, start_sandbox_process
 from benchmarks.percall import (
     CCXT,
     FLOOR,
@@ -86,19 +85,12 @@ async def run(operation: str, rounds: int, count: int) -> dict[str, float]:
 
 
 def main(loop: str, operation: str, rounds: int, count: int) -> dict[str, float]:
-    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
-    if loop == "uvloop":
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    print(f"event loop: {loop}")
-    with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(run(operation, rounds, count))
+    return run_on(loop, run(operation, rounds, count))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--loop", choices=LOOPS, default="asyncio")
     parser.add_argument("--operation", choices=OPERATIONS, default="investments_history")
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--count", type=int, default=100)
