@@ -83,7 +83,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     return head, (await reader.readexactly(length) if length else b"")
 
 
-def _normalized(head: bytes, port: int | None = None) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+def _normalized(head: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     line, *rest = head.rstrip(b"\r\n").split(b"\r\n")
     return line, sorted(
         (name.strip().lower(), value.strip())
