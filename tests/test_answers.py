@@ -214,7 +214,7 @@ async def test_a_data_map_of_lists_is_a_token_refusal_only_for_the_oauth_refresh
         await client.create_mining_account(name="acc_1")
     client, _ = make_client(RawResponse(status, {}, b'{"data": {"hashrate": []}}'))
     with pytest.raises(AnswerFormatError):
-        await client.mining_hashrate()
+        await client.mining_hashrate(account="acc")
     client, _ = make_client(RawResponse(400, {}, b'{"data": {"token": ["Invalid token."]}}'))
     with pytest.raises(txc_async.AuthenticationError, match="Invalid token"):
         await client.refresh_oauth_token(client_id="c", client_secret="s", refresh_token="t")
@@ -481,7 +481,7 @@ async def test_a_declared_length_over_the_limit_is_refused_unread() -> None:
 async def test_errors_name_their_operation() -> None:
     client, _ = make_client(RawResponse(502, {}, b"<html>502</html>"))
     with pytest.raises(TransportError) as caught:
-        await client.mining_hashrate()
+        await client.mining_hashrate(account="acc")
     assert caught.value.operation == "mining_hashrate"
     assert str(caught.value).startswith("mining_hashrate: ")
     with pytest.raises(InvalidParameterError) as refused:
@@ -548,7 +548,7 @@ async def test_sandbox_one_leg_oto_is_a_placed_order(sandbox: Sandbox) -> None:
     assert isinstance(order, CollateralOrder)
     assert order.oto is not None and order.oto.stop_loss == Decimal("39000")
     assert order.oto.take_profit is None
-    assert sandbox.stats.orders[-1]["order_id"] == order.order_id
+    assert sandbox.stats.orders[-1]["orderId"] == order.order_id
     assert sandbox.faults.pending(ORDER_PATH) == 0
 
 

@@ -237,7 +237,7 @@ async def test_collateral_stop_limit_order(mocked: aioresponses, client: txc_asy
     assert body == {
         "market": "BTC_USDT", "side": "buy", "amount": "0.001", "price": "40000.1",
         "activation_price": "40000", "stopLoss": "39000", "takeProfit": "45000.5",
-        "client_order_id": "my-1", "positionSide": "LONG",
+        "clientOrderId": "my-1", "client_order_id": "my-1", "positionSide": "LONG",
         "request": "/api/v4/order/collateral/stop-limit", "nonce": body["nonce"],
         "nonceWindow": True,
     }
@@ -427,19 +427,31 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("investments_history", {"id": ""}, "id"),
     ("mining_rewards", {"limit": 101}, "limit"),
     ("mining_rewards", {"offset": 10001}, "offset"),
-    ("mining_rewards", {"account": "bad name!"}, "account"),
+    # The filter takes any name the service might hold (dashes too), but not a control character.
+    ("mining_rewards", {"account": "bad\nname"}, "account"),
+    ("mining_rewards", {"account": "bad\x85name"}, "account"),
+    ("mining_rewards", {"account": ""}, "account"),
+    ("mining_rewards", {"account": "a" * 256}, "account"),
+    ("mining_rewards", {"account": 7}, "account"),
     ("mining_rewards", {"start": datetime(2024, 1, 1)}, "start"),
     ("mining_rewards", {"start": 10, "end": 5}, "start"),
     ("mining_rewards", {"end": 1.5}, "end"),
     ("mining_rewards", {"start": -1}, "start"),
     # A datetime outside the API's range is refused as the same moment in seconds would be.
     ("mining_rewards", {"start": datetime(1900, 1, 1, tzinfo=UTC)}, "start"),
+    ("mining_hashrate", {}, "account"),
+    ("mining_hashrate", {"account": "a\tb"}, "account"),
     ("mining_hashrate",
-     {"end": datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-12)))}, "end"),
+     {"account": "acc",
+      "end": datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-12)))},
+     "end"),
     # A member of another enum is refused, whatever its value (PlanStatus 2 is not "closed").
     ("investments_history", {"status": txc_async.PlanStatus.NO_COINS_LEFT}, "status"),
-    ("mining_hashrate", {"interval": "2h"}, "interval"),
-    ("mining_hashrate", {"interval": "1H"}, "interval"),
+    ("mining_hashrate", {"account": "acc", "interval": "2h"}, "interval"),
+    ("mining_hashrate", {"account": "acc", "interval": "1H"}, "interval"),
+    ("main_balance", {"ticker": "BTC USDT"}, "ticker"),
+    ("main_balance", {"ticker": ""}, "ticker"),
+    ("main_balance", {"ticker": 1}, "ticker"),
     ("create_mining_account", {"name": "has space"}, "name"),
     ("create_mining_account", {"name": ""}, "name"),
     ("create_mining_account", {"name": "a" * 256}, "name"),
@@ -472,6 +484,14 @@ BAD_ORDERS: list[tuple[dict[str, Any], str]] = [
     ({"price": "1 "}, "price"),
     ({"position_side": "UP"}, "position_side"),
     ({"client_order_id": ""}, "client_order_id"),
+    ({"reduce_only": "yes"}, "reduce_only"),
+    ({"reduce_only": 1}, "reduce_only"),
+    # The service refuses a reduce-only order with OTO legs (code 30).
+    ({"reduce_only": True, "stop_loss": "1"}, "reduce_only"),
+    ({"reduce_only": True, "take_profit": "1"}, "reduce_only"),
+    ({"stp": "cancel_both"}, "stp"),
+    ({"stp": "NO"}, "stp"),
+    ({"stp": True}, "stp"),
 ]
 
 

@@ -71,6 +71,8 @@ async def test_every_operation_round_trips(sandbox: Sandbox, client: txc_async.C
     # Every digit, including those of an amount no float holds (ETH to the wei).
     sent = {t: Decimal(v["main_balance"]) for t, v in sandbox.balance.items()}
     assert balance == sent and Decimal(float(sent["ETH"])) != sent["ETH"]
+    assert await client.main_balance(ticker="ETH") == {"ETH": sent["ETH"]}
+    assert await client.main_balance(ticker="DOGE") == {"DOGE": Decimal(0)}
     page = await client.investments_history(limit=10)
     assert len(page.records) == 10 and page.limit == 10
     everything = [r async for r in client.iter_investments_history()]
@@ -79,7 +81,9 @@ async def test_every_operation_round_trips(sandbox: Sandbox, client: txc_async.C
         **ORDER_ARGS, stop_loss="39000", take_profit="45000", client_order_id="it-1",
         position_side="LONG",
     )
-    assert order.status is txc_async.OrderStatus.NEW and order.amount == Decimal("0.01")
+    # The live service's first answer of the sandbox: filled, in camelCase.
+    assert order.status is txc_async.OrderStatus.FILLED and order.amount == Decimal("0.01")
+    assert order.deal_stock == Decimal("0.01") and order.left == 0
     assert order.oto is not None and order.oto.stop_loss == Decimal("39000")
     assert order.client_order_id == "it-1"
     account = await client.create_mining_account(name="integration_pool")
@@ -92,6 +96,7 @@ async def test_every_operation_round_trips(sandbox: Sandbox, client: txc_async.C
     series = await client.mining_hashrate(account=name, start=START, end=START + DAY,
                                           interval="1h")
     assert series.account == name and len(series.hashrate) >= 24
+    assert all(isinstance(p.reject_rate, Decimal) for p in series.hashrate)
     token = await client.refresh_oauth_token(
         client_id=sandbox.oauth_client_id, client_secret=sandbox.oauth_client_secret,
         refresh_token=sandbox.oauth_refresh_token,
@@ -763,3 +768,20 @@ async def test_the_order_refusal_spec_shows_is_a_validation_error_sent_once(
             await client.collateral_stop_limit_order(**ORDER_ARGS)
         assert refused.value.code == 30 and refused.value.errors == {}
         assert sandbox.stats.received[path] == before + 1
+
+
+async def test_the_spec_dialect_round_trips_the_operations_that_differ() -> None:
+    async with Sandbox(dialect="spec") as box, txc_async.Client(
+        box.api_key, box.api_secret, base_url=box.url, limiter=txc_async.InProcessLimiter()
+    ) as client:
+        order = await client.collateral_stop_limit_order(**ORDER_ARGS, client_order_id="it-1")
+        # The id reached the server under SPEC.md's name, and the answer's spelling was read.
+        assert order.client_order_id == "it-1" and order.status is txc_async.OrderStatus.NEW
+        assert box.stats.orders[0]["order_id"] == order.order_id
+        sent = {t: Decimal(v["main_balance"]) for t, v in box.balance.items()}
+        # A server that does not filter by ticker answers every asset: the ticker's is kept.
+        assert await client.main_balance(ticker="ETH") == {"ETH": sent["ETH"]}
+        assert await client.main_balance(ticker="DOGE") == {"DOGE": Decimal(0)}
+        series = await client.mining_hashrate(account="any-name", start=START, end=START + DAY)
+        assert series.account == "any-name" and series.hashrate
+        assert all(p.reject_rate is None for p in series.hashrate)

@@ -54,6 +54,22 @@ async def box() -> AsyncIterator[Sandbox]:
         yield sandbox
 
 
+@pytest.fixture(params=["live", "spec"])
+async def dialect_box(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    """A sandbox in each dialect: the live service's, and SPEC.md's."""
+    async with Sandbox(dialect=request.param) as sandbox:
+        yield sandbox
+
+
+def id_field(box: Sandbox) -> str:
+    """The name under which the sandbox reads and answers the client order id."""
+    return "clientOrderId" if box.dialect == "live" else "client_order_id"
+
+
+#: The code of the refusal of a client order id already in use, per dialect.
+DUPLICATE_ID_CODE = {"live": 36, "spec": 31}
+
+
 @pytest.fixture
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
@@ -184,44 +200,120 @@ async def test_bad_timestamps_are_incorrect_timestamp(
 
 
 async def test_duplicate_client_order_id_is_refused(
-    box: Sandbox, http: aiohttp.ClientSession
+    dialect_box: Sandbox, http: aiohttp.ClientSession
 ) -> None:
+    box = dialect_box
     order = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
-             "activation_price": "1", "client_order_id": "dup", "stopLoss": "0.5"}
+             "activation_price": "1", id_field(box): "dup", "stopLoss": "0.5"}
     status, body = await post(http, box, ORDER, order)
     placed = json.loads(body)
     assert status == 200 and placed["oto"]["stopLoss"] == "0.5"
-    assert "takeProfit" not in placed["oto"] and placed["left"] == "0.01"
+    assert "takeProfit" not in placed["oto"] and placed[id_field(box)] == "dup"
     status, body = await post(http, box, ORDER, order)
-    assert status == 400 and json.loads(body)["code"] == 31
+    assert status == 400 and json.loads(body)["code"] == DUPLICATE_ID_CODE[box.dialect]
     assert len(box.stats.orders) == 1
+
+
+async def test_each_dialect_ignores_the_other_s_name_for_the_client_order_id(
+    dialect_box: Sandbox, http: aiohttp.ClientSession
+) -> None:
+    box = dialect_box
+    other = "client_order_id" if box.dialect == "live" else "clientOrderId"
+    order = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
+             "activation_price": "1", other: "ignored"}
+    status, body = await post(http, box, ORDER, order)
+    # Placed without the id, as the service places an order whose id it does not read.
+    assert status == 200 and json.loads(body)[id_field(box)] == ""
 
 
 @pytest.mark.parametrize("client_order_id", ["", " padded ", "order#1", "id with space",
                                              "ordér-é", "a/b:c", "x" * 256, 7])
 async def test_client_order_ids_outside_the_service_s_rule_are_refused(
-    box: Sandbox, http: aiohttp.ClientSession, client_order_id: Any
+    dialect_box: Sandbox, http: aiohttp.ClientSession, client_order_id: Any
 ) -> None:
+    box = dialect_box
     order = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
-             "activation_price": "1", "client_order_id": client_order_id}
+             "activation_price": "1", id_field(box): client_order_id}
     status, body = await post(http, box, ORDER, order)
-    assert status == 422 and "client_order_id" in json.loads(body)["errors"]
+    assert status == 422 and id_field(box) in json.loads(body)["errors"]
     assert not box.stats.orders
 
 
 async def test_a_client_order_id_is_unique_per_market_only(
-    box: Sandbox, http: aiohttp.ClientSession
+    dialect_box: Sandbox, http: aiohttp.ClientSession
 ) -> None:
+    box = dialect_box
     order = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
-             "activation_price": "1", "client_order_id": "same-1.a_B"}
+             "activation_price": "1", id_field(box): "same-1.a_B"}
     assert (await post(http, box, ORDER, order))[0] == 200
     assert (await post(http, box, ORDER, order | {"market": "ETH_USDT"}))[0] == 200
     status, body = await post(http, box, ORDER, order)
-    assert status == 400 and json.loads(body)["code"] == 31
-    without = {k: v for k, v in order.items() if k != "client_order_id"}
+    assert status == 400 and json.loads(body)["code"] == DUPLICATE_ID_CODE[box.dialect]
+    without = {k: v for k, v in order.items() if k != id_field(box)}
     for _ in range(2):
         status, body = await post(http, box, ORDER, without)
-        assert status == 200 and json.loads(body)["client_order_id"] == ""
+        assert status == 200 and json.loads(body)[id_field(box)] == ""
+
+
+ORDER_PARAMS = {"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": "1",
+                "activation_price": "1"}
+
+
+@pytest.mark.parametrize(("extra", "field", "status", "code"), [
+    ({"reduceOnly": True, "stopLoss": "0.5"}, "reduceOnly", 400, 30),
+    ({"reduceOnly": True, "takeProfit": "2"}, "reduceOnly", 400, 30),
+    ({"reduceOnly": "true"}, "reduceOnly", 422, 30),
+    ({"stp": "cancel_all"}, "stp", 422, 30),
+])
+async def test_the_live_sandbox_refuses_what_the_service_refuses_in_an_order(
+    box: Sandbox, http: aiohttp.ClientSession, extra: dict[str, Any], field: str, status: int,
+    code: int,
+) -> None:
+    answer_status, body = await post(http, box, ORDER, ORDER_PARAMS | extra)
+    refusal = json.loads(body)
+    assert (answer_status, refusal["code"]) == (status, code) and field in refusal["errors"]
+    assert not box.stats.orders
+
+
+async def test_the_live_sandbox_takes_legacy_stp_values_and_answers_the_short_ones(
+    box: Sandbox, http: aiohttp.ClientSession
+) -> None:
+    status, body = await post(http, box, ORDER, ORDER_PARAMS | {"stp": "cancel_new",
+                                                                 "reduceOnly": True})
+    placed = json.loads(body)
+    assert status == 200 and placed["stp"] == "cn" and placed["reduceOnly"] is True
+    assert {"orderId", "dealMoney", "dealStock", "dealFee"} <= set(placed)
+    assert not {"order_id", "deal_money", "deal_stock", "deal_fee"} & set(placed)
+
+
+async def test_the_balance_of_one_ticker_in_each_dialect(
+    dialect_box: Sandbox, http: aiohttp.ClientSession
+) -> None:
+    box = dialect_box
+    status, body = await post(http, box, BALANCE, {"ticker": "ETH"})
+    if box.dialect == "live":
+        assert json.loads(body) == box.balance["ETH"]
+        assert json.loads((await post(http, box, BALANCE, {"ticker": "NOPE"}))[1]) == {
+            "main_balance": "0"}
+        status, body = await post(http, box, BALANCE, {"ticker": 5})
+        assert status == 422 and json.loads(body)["errors"] == {"ticker": ["validation.string"]}
+    else:
+        assert json.loads(body) == box.balance
+
+
+async def test_the_hashrate_of_the_live_sandbox(box: Sandbox, http: aiohttp.ClientSession) -> None:
+    status, body = await post(http, box, HASHRATE, {})
+    assert status == 400 and "account" in json.loads(body)["errors"]
+    status, body = await post(http, box, HASHRATE, {"account": "no_such_account"})
+    assert status == 400 and json.loads(body)["errors"] == {"account": ["Account not found"]}
+    name = box.mining_account_names[0]
+    status, body = await post(http, box, HASHRATE, {"account": name, "interval": "24h"})
+    points = json.loads(body)["data"]["hashrate"]
+    assert status == 200 and points
+    assert all(p["hashrate"].isdigit() and isinstance(p["rejectRate"], float) for p in points)
+    box.disable_mining_account(name)
+    status, body = await post(http, box, HASHRATE, {"account": name})
+    assert status == 200 and json.loads(body) == {"data": []}
 
 
 @pytest.mark.parametrize("spell", [

@@ -54,9 +54,9 @@ from ._version import __version__
 # Names defined in private modules, documented where users find them.
 
 DEFAULT_BASE_URL = _client.DEFAULT_BASE_URL
-"""The public API's address, the default ``base_url`` of :class:`Client`."""
+"""The service's address, ``https://whitebit.com``: the default ``base_url`` of :class:`Client`."""
 EU_BASE_URL = _client.EU_BASE_URL
-"""The regional EU deployment of the API (the same paths)."""
+"""The regional EU deployment of the API, ``https://whitebit.eu`` (the same paths)."""
 DEFAULT_RATE_LIMITS = _ratelimit.DEFAULT_RATE_LIMITS
 """The limit of every scope, as the service documents it: what ``Client(rate_limits=...)``
 overrides."""
@@ -69,6 +69,10 @@ PositionSideLiteral: TypeAlias = _models.PositionSideLiteral
 IntervalLiteral: TypeAlias = _models.IntervalLiteral
 """The step of a hashrate series (``Client.mining_hashrate(interval=...)``): ``"5m"``, ``"1h"``
 or ``"24h"``."""
+StpLiteral: TypeAlias = _models.StpLiteral
+"""Self-trade prevention of an order (``Client.collateral_stop_limit_order(stp=...)``):
+``"no"``, ``"cb"`` (cancel both), ``"cn"`` (cancel the new order) or ``"co"`` (cancel the
+existing one)."""
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -111,6 +115,7 @@ __all__ = [
     "SQLiteLimiter",
     "Side",
     "SideLiteral",
+    "StpLiteral",
     "TransportError",
     "TxcError",
     "ValidationError",

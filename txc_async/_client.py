@@ -43,9 +43,11 @@ from ._models import (
     RewardsPage,
     Side,
     SideLiteral,
+    StpLiteral,
 )
 from ._operations import (
     BALANCE,
+    BALANCE_OF_TICKER,
     COLLATERAL_STOP_LIMIT,
     CREATE_MINING_ACCOUNT,
     INVESTMENTS,
@@ -67,6 +69,7 @@ from ._validate import (
     ACCOUNT_NAME_RULE,
     CLIENT_ORDER_ID,
     CLIENT_ORDER_ID_RULE,
+    check_account_filter,
     check_choice,
     check_decimal,
     check_int_range,
@@ -82,10 +85,10 @@ logger = logging.getLogger("txc_async")
 
 R = TypeVar("R")
 
-#: The public API.
-DEFAULT_BASE_URL = "https://api.txc.exchange"
+#: The service (whitebit-exchange/docs: the API's host).
+DEFAULT_BASE_URL = "https://whitebit.com"
 #: The regional EU deployment (same paths).
-EU_BASE_URL = "https://eu.api.txc.exchange"
+EU_BASE_URL = "https://whitebit.eu"
 
 _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
@@ -96,6 +99,7 @@ _LIMITER_METHODS = ("try_acquire", "acquire", "settle", "effective_limit")
 _SIDES = get_args(SideLiteral)
 _POSITION_SIDES = get_args(PositionSideLiteral)
 _INTERVALS = get_args(IntervalLiteral)
+_STP_MODES = get_args(StpLiteral)
 _PAGE_LIMIT = 100
 _MAX_OFFSET = 10_000
 
@@ -438,9 +442,24 @@ class Client:
         """True when the API answers ``["pong"]``."""
         return await self._call(PING, {})
 
-    async def main_balance(self) -> dict[str, Decimal]:
-        """Main-account balance per ticker (assets with zero balance may be missing)."""
-        return await self._call(BALANCE, {})
+    async def main_balance(self, *, ticker: str | None = None) -> dict[str, Decimal]:
+        """Main-account balance per ticker (assets with zero balance may be missing).
+
+        With ``ticker``, that currency's balance alone: ``{ticker: Decimal}``, zero for a
+        ticker the service does not know (as it answers one).
+        """
+        if ticker is None:
+            return await self._call(BALANCE, {})
+        ticker = _check_ticker(ticker)
+        answer = await self._call(BALANCE_OF_TICKER, {"ticker": ticker})
+        if isinstance(answer, Decimal):
+            return {ticker: answer}
+        # A server that answered every asset: the ticker's entry, or zero where it left it out.
+        wanted = ticker.upper()
+        for name, amount in answer.items():
+            if name.upper() == wanted:
+                return {ticker: amount}
+        return {ticker: Decimal(0)}
 
     async def investments_history(
         self,
@@ -511,8 +530,15 @@ class Client:
         take_profit: Decimal | str | int | None = None,
         client_order_id: str | None = None,
         position_side: PositionSide | PositionSideLiteral | None = None,
+        reduce_only: bool | None = None,
+        stp: StpLiteral | None = None,
     ) -> CollateralOrder:
         """Place a stop-limit order on the collateral market.
+
+        ``reduce_only=True``: the order may only reduce an open position (not with
+        ``stop_loss`` or ``take_profit``, which the service refuses). ``stp``: self-trade
+        prevention, ``"no"``, ``"cb"`` (cancel both), ``"cn"`` (cancel the new order) or ``"co"``
+        (cancel the existing one).
 
         Never re-sent once it may have reached the server: after a timeout or a dropped
         connection the error says so, and the caller decides (look the order up by
@@ -532,13 +558,31 @@ class Client:
         if take_profit is not None:
             params["takeProfit"] = check_decimal("take_profit", take_profit)
         if client_order_id is not None:
-            params["client_order_id"] = check_pattern(
+            checked = check_pattern(
                 "client_order_id", client_order_id, CLIENT_ORDER_ID, CLIENT_ORDER_ID_RULE
             )
+            # Under both names: the service reads clientOrderId and silently ignores
+            # client_order_id (SERVICE_NOTES; whitebit-exchange/docs,
+            # openapi/private/http-trade-v4.yaml), while a server built to SPEC.md reads
+            # client_order_id. Each ignores the name it does not read, so the id reaches either.
+            params["clientOrderId"] = params["client_order_id"] = checked
         if position_side is not None:
             params["positionSide"] = check_choice(
                 "position_side", position_side, _POSITION_SIDES, PositionSide
             )
+        if reduce_only is not None:
+            if not isinstance(reduce_only, bool):
+                raise InvalidParameterError(
+                    "reduce_only", f"must be True or False, not {type(reduce_only).__name__}"
+                )
+            if reduce_only and (stop_loss is not None or take_profit is not None):
+                raise InvalidParameterError(
+                    "reduce_only", "cannot be combined with stop_loss or take_profit (the "
+                    "service refuses a reduce-only order with OTO legs)"
+                )
+            params["reduceOnly"] = reduce_only
+        if stp is not None:
+            params["stp"] = check_choice("stp", stp, _STP_MODES)
         return await self._call(COLLATERAL_STOP_LIMIT, params)
 
     async def create_mining_account(
@@ -613,11 +657,21 @@ class Client:
         interval: IntervalLiteral | None = None,
     ) -> Hashrate:
         """The hashrate series of an account; ``interval`` is ``5m``, ``1h`` (the default) or
-        ``24h``."""
+        ``24h``. ``account`` is required (the service refuses a request without it).
+
+        An account the service has disabled answers empty data: an empty series.
+        """
+        if account is None:
+            raise InvalidParameterError(
+                "account", "is required: the mining account whose hashrate to read"
+            )
         params = _reward_filters(account, start, end)
         if interval is not None:
             params["interval"] = check_choice("interval", interval, _INTERVALS)
-        return await self._call(MINING_HASHRATE, params)
+        series = await self._call(MINING_HASHRATE, params)
+        if not series.account and not series.hashrate:
+            return Hashrate(params["account"], [])
+        return series
 
     async def refresh_oauth_token(
         self, *, client_id: str, client_secret: str, refresh_token: str
@@ -639,20 +693,20 @@ def _investment_filters(
     if id is not None:
         params["id"] = check_text("id", id, max_length=128)
     if ticker is not None:
-        params["ticker"] = check_pattern(
-            "ticker", ticker, _TICKER, "must be 1 to 20 letters or digits"
-        )
+        params["ticker"] = _check_ticker(ticker)
     if status is not None:
         params["status"] = check_choice("status", status, (1, 2), InvestmentStatus)
     return params
 
 
+def _check_ticker(ticker: object) -> str:
+    return check_pattern("ticker", ticker, _TICKER, "must be 1 to 20 letters or digits")
+
+
 def _reward_filters(account: object, start: object, end: object) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if account is not None:
-        params["account"] = check_pattern(
-            "account", account, ACCOUNT_NAME, ACCOUNT_NAME_RULE
-        )
+        params["account"] = check_account_filter(account)
     lo, hi = check_time_range(start, end)
     if lo is not None:
         params["from"] = lo

@@ -2,8 +2,9 @@
 path), then a tolerant reading of what SPEC.md leaves open. A non-finite number never becomes a
 value either way: the answer is refused with :class:`AnswerFormatError`.
 
-Tolerant means: ``""``, ``null`` or a missing value where a decimal or an optional object is
-documented reads as None; a value an enum does not list reads as the plain wire value; ``[]``
+Tolerant means: a field may come in either of its spellings (a struct's ``wire_aliases``);
+``""``, ``null`` or a missing value where a decimal or an optional object is documented reads as
+None; a value an enum does not list reads as the plain wire value; ``[]``
 reads as an empty map; unknown fields are ignored; an integer written as a string of digits, or
 as a number with nothing after its point, reads as that integer. Decimals, on either path, are
 read as Python's ``Decimal`` reads text: a JSON number or string, with surrounding whitespace,
@@ -18,7 +19,7 @@ import enum
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from itertools import chain
 from operator import attrgetter
@@ -131,14 +132,32 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def has_duplicate_keys(body: bytes) -> bool | None:
+def _unique_spellings(
+    aliases: Mapping[str, str],
+) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """Like :func:`_unique`, and a key written in both of its spellings (``orderId`` and
+    ``order_id``) with two different values is named twice as well."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = _unique(pairs)
+        for first, second in aliases.items():
+            if first in obj and second in obj and obj[first] != obj[second]:
+                raise _Twice
+        return obj
+
+    return unique
+
+
+def has_duplicate_keys(body: bytes, aliases: Mapping[str, str] | None = None) -> bool | None:
     """Whether an object of the JSON ``body`` names a key twice (msgspec, like most JSON readers,
-    keeps the last one silently); None when that cannot be told (nested too deeply for Python's
-    reader, or text it refuses where msgspec skipped it)."""
+    keeps the last one silently), or with ``aliases`` (first spelling -> second) names one key
+    in two spellings with different values; None when that cannot be told (nested too deeply
+    for Python's reader, or text it refuses where msgspec skipped it)."""
+    hook = _unique_spellings(aliases) if aliases else _unique
     try:
         # Read as msgspec reads it: a byte order mark, control characters in strings and bytes
         # that are not UTF-8 (inside strings it skips) are no reason to stop.
-        json.loads(body.decode("utf-8-sig", "surrogateescape"), object_pairs_hook=_unique,
+        json.loads(body.decode("utf-8-sig", "surrogateescape"), object_pairs_hook=hook,
                    parse_int=str, parse_float=str, parse_constant=str, strict=False)
     except _Twice:
         return True
@@ -194,6 +213,8 @@ class AnswerDecoder(Generic[W, R]):
             mi.type_info(checked_result) if checked_result is not None else self._info
         )
         self._twice: Callable[[bytes, W], bool] | None = _always if write else twice
+        # Second spellings of the answer's fields (see ``CollateralOrder.wire_aliases``).
+        self._aliases: Mapping[str, str] | None = getattr(wire, "wire_aliases", None)
 
     def __call__(self, body: bytes) -> R:
         try:
@@ -216,7 +237,9 @@ class AnswerDecoder(Generic[W, R]):
         """The result of a decoded ``answer``, unless it cannot be read."""
         twice = self._twice
         reason: str
-        duplicates = twice is not None and twice(body, answer) and has_duplicate_keys(body)
+        duplicates = (
+            twice is not None and twice(body, answer) and has_duplicate_keys(body, self._aliases)
+        )
         if duplicates is None:
             # What cannot be checked is not taken on trust.
             reason = "too deeply nested, or not text, to check that no key is named twice"
@@ -396,9 +419,18 @@ def _struct(info: mi.StructType, value: object, path: str) -> object:
     if not isinstance(value, dict):
         raise _Unfit(path, f"expected an object, got {_kind(value)}")
     kwargs: dict[str, Any] = {}
+    aliases: Mapping[str, str] = getattr(info.cls, "wire_aliases", None) or {}
     for field in info.fields:
         where = f"{path}.{field.encode_name}"
         raw = value.get(field.encode_name, msgspec.NODEFAULT)
+        second = aliases.get(field.encode_name)
+        if second is not None and second in value:
+            if raw is msgspec.NODEFAULT:
+                # The field's other spelling (SPEC.md's snake_case).
+                where = f"{path}.{second}"
+                raw = value[second]
+            elif raw != value[second]:
+                raise _Unfit(where, f"two different values, as {field.encode_name} and {second}")
         if raw is msgspec.NODEFAULT:
             if not field.required:
                 continue  # the struct's default

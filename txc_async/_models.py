@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -28,6 +29,7 @@ __all__ = [
     "RewardsPage",
     "Side",
     "SideLiteral",
+    "StpLiteral",
 ]
 
 
@@ -48,12 +50,24 @@ class PlanStatus(enum.IntEnum):
 
 
 class OrderStatus(enum.StrEnum):
-    """Status of an order."""
+    """Status of an order.
+
+    Over REST the service answers ``FILLED``, ``PARTIALLY_FILLED`` and ``CANCELED`` (one L);
+    ``NEW`` is SPEC.md's and the WebSocket API's (whitebit-exchange/docs,
+    ``openapi/private/http-trade-v4.yaml``, schema ``ActiveOrderStatus``). ``CANCELLED`` is the
+    same member as ``CANCELED``, and both wire spellings read as it.
+    """
 
     NEW = "NEW"
     FILLED = "FILLED"
     PARTIALLY_FILLED = "PARTIALLY_FILLED"
-    CANCELLED = "CANCELLED"
+    CANCELED = "CANCELED"
+    CANCELLED = "CANCELED"  # SPEC.md's spelling: an alias of the same member
+
+    @classmethod
+    def _missing_(cls, value: object) -> OrderStatus | None:
+        # SPEC.md's "CANCELLED" on the wire: the value of no member, the meaning of one.
+        return cls.CANCELED if value == "CANCELLED" else None
 
 
 class Side(enum.StrEnum):
@@ -80,6 +94,9 @@ SideLiteral: TypeAlias = Literal["buy", "sell"]
 PositionSideLiteral: TypeAlias = Literal["LONG", "SHORT", "BOTH"]
 #: The step of a hashrate series: five minutes, one hour or one day.
 IntervalLiteral: TypeAlias = Literal["5m", "1h", "24h"]
+#: Self-trade prevention of an order: ``"no"`` (self-trades allowed), ``"cb"`` (cancel both),
+#: ``"cn"`` (cancel the new order), ``"co"`` (cancel the existing order).
+StpLiteral: TypeAlias = Literal["no", "cb", "cn", "co"]
 
 
 # Values an enum does not list decode as the plain wire value, so a status the exchange adds later
@@ -151,8 +168,28 @@ class OtoOrder(msgspec.Struct, frozen=True, rename="camel", gc=False):
     take_profit: Decimal | None = None
 
 
-class CollateralOrder(msgspec.Struct, frozen=True, rename={"position_side": "positionSide"}):
-    """A collateral stop-limit order as the exchange recorded it."""
+class CollateralOrder(
+    msgspec.Struct,
+    frozen=True,
+    rename={
+        "order_id": "orderId", "client_order_id": "clientOrderId", "deal_money": "dealMoney",
+        "deal_stock": "dealStock", "deal_fee": "dealFee", "position_side": "positionSide",
+        "reduce_only": "reduceOnly",
+    },
+):
+    """A collateral stop-limit order as the exchange recorded it.
+
+    The service writes ``orderId``, ``clientOrderId``, ``dealMoney``, ``dealStock`` and
+    ``dealFee`` (whitebit-exchange/docs, ``openapi/private/http-trade-v4.yaml``: "the server has
+    always used camelCase"); SPEC.md writes them in snake_case. Either spelling reads.
+    """
+
+    #: The second spelling of each field that has one (SPEC.md's), read where the first is
+    #: missing. Both spellings of one field in one answer make it unreadable.
+    wire_aliases: ClassVar[Mapping[str, str]] = {
+        "orderId": "order_id", "clientOrderId": "client_order_id", "dealMoney": "deal_money",
+        "dealStock": "deal_stock", "dealFee": "deal_fee",
+    }
 
     order_id: int
     market: str
@@ -171,6 +208,7 @@ class CollateralOrder(msgspec.Struct, frozen=True, rename={"position_side": "pos
     stp: str | None = None
     oto: OtoOrder | None = None
     position_side: _PositionSideValue | None = None
+    reduce_only: bool | None = None
 
 
 class MiningAccount(msgspec.Struct, frozen=True, rename="camel"):
@@ -204,11 +242,13 @@ class RewardsPage(msgspec.Struct, frozen=True):
         return bool(self.data)
 
 
-class HashratePoint(msgspec.Struct, frozen=True, gc=False):
-    """The hashrate of an account at one time."""
+class HashratePoint(msgspec.Struct, frozen=True, gc=False, rename="camel"):
+    """The hashrate of an account at one time; ``reject_rate`` is the share of rejected work
+    (``Decimal("0.01")`` is 1 %), when the service reports it."""
 
     timestamp: int
     hashrate: str
+    reject_rate: Decimal | None = None
 
 
 class Hashrate(msgspec.Struct, frozen=True):
@@ -258,7 +298,8 @@ class _MiningAccountEnvelope(msgspec.Struct, frozen=True):
 
 
 class _HashrateEnvelope(msgspec.Struct, frozen=True):
-    data: Hashrate
+    # None: the empty data of an account the service has disabled (null, [], {} or no data).
+    data: Hashrate | None = None
 
 
 class _OAuthEnvelope(msgspec.Struct, frozen=True):
@@ -268,3 +309,7 @@ class _OAuthEnvelope(msgspec.Struct, frozen=True):
 class _Balance(msgspec.Struct, frozen=True, gc=False):
     # Unset: the asset's entry has no main_balance at all (not the shape of a balance).
     main_balance: Decimal | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class _FlatBalance(_Balance, frozen=True, gc=False):
+    """The balance of one ticker, as the service answers it: ``{"main_balance": "0.5"}``."""

@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from ._decoding import AnswerDecoder, Unreadable
+from ._errors import AnswerFormatError
 from ._models import (
     CollateralOrder,
     Hashrate,
@@ -20,6 +21,7 @@ from ._models import (
     OAuthToken,
     RewardsPage,
     _Balance,
+    _FlatBalance,
     _HashrateEnvelope,
     _MiningAccountEnvelope,
     _OAuthEnvelope,
@@ -27,6 +29,7 @@ from ._models import (
 
 __all__ = [
     "BALANCE",
+    "BALANCE_OF_TICKER",
     "COLLATERAL_STOP_LIMIT",
     "CREATE_MINING_ACCOUNT",
     "INVESTMENTS",
@@ -96,12 +99,55 @@ def _balance_twice(body: bytes, answer: dict[str, _Balance]) -> bool:
     return body.count(b'"main_balance"') != len(answer) or b"\\" in body
 
 
+def _flat_balance(answer: _FlatBalance) -> Decimal | None:
+    """The flat answer's balance; None when the answer has no ``main_balance`` at all (another
+    shape)."""
+    value = answer.main_balance
+    if value is msgspec.UNSET:
+        return None
+    # "" or null: no balance, as for an asset left out of the full answer.
+    return value if value is not None else Decimal(0)
+
+
+def _flat_balance_twice(body: bytes, answer: _FlatBalance) -> bool:
+    return body.count(b'"main_balance"') != 1 or b"\\" in body
+
+
+_decode_flat_balance = AnswerDecoder(
+    _FlatBalance, _flat_balance, write=False, twice=_flat_balance_twice
+)
+
+
+def _ticker_balance(body: bytes) -> Decimal | dict[str, Decimal]:
+    """The answer to a balance asked for one ticker: the service's flat ``{"main_balance":
+    "0.5"}`` (a Decimal), or the keyed answer of a server that does not filter (SPEC.md's
+    shape: every asset, zero balances perhaps left out)."""
+    try:
+        value = _decode_flat_balance(body)
+    except AnswerFormatError as exc:
+        flat_error = exc  # a flat answer that cannot be read, or another shape
+    else:
+        if value is None:
+            return _decode_balance(body)
+        if body.count(b'"main_balance"') > 1:
+            # One balance and more beside it: which one was asked for cannot be told.
+            raise AnswerFormatError("a balance beside balances of assets", body=body)
+        return value
+    try:
+        return _decode_balance(body)
+    except AnswerFormatError:
+        pass
+    # Neither reading fits: the flat reading's reason is the one that names the value.
+    raise flat_error
+
+
 def _mining_account(answer: _MiningAccountEnvelope) -> MiningAccount:
     return answer.data
 
 
 def _hashrate(answer: _HashrateEnvelope) -> Hashrate:
-    return answer.data
+    # A disabled account's empty data: an empty series, its account named by the caller.
+    return answer.data if answer.data is not None else Hashrate("", [])
 
 
 def _oauth(answer: _OAuthEnvelope) -> OAuthToken:
@@ -112,10 +158,18 @@ PING: Operation[bool] = Operation(
     "ping", "GET", "/api/v4/public/ping", "public", Auth.NONE, True,
     AnswerDecoder(list[str], _ping, write=False),
 )
+_decode_balance = AnswerDecoder(
+    dict[str, _Balance], _balance, write=False, checked_result=dict[str, Decimal],
+    twice=_balance_twice,
+)
 BALANCE: Operation[dict[str, Decimal]] = Operation(
     "main_balance", "POST", "/api/v4/main-account/balance", "main_balance", Auth.SIGNED, True,
-    AnswerDecoder(dict[str, _Balance], _balance, write=False, checked_result=dict[str, Decimal],
-                  twice=_balance_twice),
+    _decode_balance,
+)
+#: The balance asked for one ticker (whitebit-exchange/docs, openapi/private/main_api_v4.yaml,
+#: ``/api/v4/main-account/balance``: "An unknown or non-existent ticker is not an error").
+BALANCE_OF_TICKER: Operation[Decimal | dict[str, Decimal]] = Operation(
+    BALANCE.name, BALANCE.method, BALANCE.path, BALANCE.scope, Auth.SIGNED, True, _ticker_balance,
 )
 INVESTMENTS: Operation[InvestmentsPage] = Operation(
     "investments_history", "POST", "/api/v4/main-account/smart/investments", "investments",

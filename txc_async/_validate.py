@@ -14,6 +14,7 @@ __all__ = [
     "ACCOUNT_NAME_RULE",
     "CLIENT_ORDER_ID",
     "CLIENT_ORDER_ID_RULE",
+    "check_account_filter",
     "check_choice",
     "check_decimal",
     "check_int_range",
@@ -33,6 +34,8 @@ MAX_PLAIN_DIGITS = 100
 #: Mining account names: letters, digits and underscores, at most 255.
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 ACCOUNT_NAME_RULE = "must be 1 to 255 letters, digits or underscores"
+#: Control characters (C0, DEL and C1): never part of an account filter.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: The exchange's rule for client order ids: Latin letters, digits, '-', '.', '_'; not empty,
 #: no spaces (so none around it either). Its length limit is not documented; 255 is the
 #: longest the library sends.
@@ -150,6 +153,17 @@ def check_text(name: str, value: object, *, max_length: int, min_length: int = 1
                 name, "must be valid Unicode text (it holds a lone surrogate)"
             )
     return value
+
+
+def check_account_filter(value: object) -> str:
+    """The ``account`` filter of rewards and hashrate: any name of 1 to 255 characters without
+    control characters. The creation rule (:data:`ACCOUNT_NAME`) is not applied: the service
+    documents no pattern for the filter, and its own examples use dashes
+    (``my-mining-account-01``; whitebit-exchange/docs, openapi/private/main_api_v4.yaml)."""
+    text = check_text("account", value, max_length=255)
+    if _CONTROL.search(text):
+        raise InvalidParameterError("account", "must not contain control characters")
+    return text
 
 
 def check_pattern(name: str, value: object, pattern: re.Pattern[str], rule: str) -> str:

@@ -1,14 +1,17 @@
 """An embedded simulator of the API on 127.0.0.1, for tests, benchmarks, demos and offline work.
 
-It checks signatures, payloads and nonces like the live service, validates parameters with its
+It answers as the live service does (``Sandbox(dialect="spec")``: in SPEC.md's shapes), checks
+signatures, payloads and nonces like the live service, validates parameters with its
 error shapes, enforces the documented rate limits with strict sliding windows, keeps state, serves
 deterministic synthetic data, and injects faults on request.
 """
 
 from . import _server
-from ._server import FaultPlan, Sandbox, SandboxStats, serve
+from ._server import Dialect, FaultPlan, Sandbox, SandboxStats, serve
 
-__all__ = ["FAULT_KINDS", "PATH_SCOPES", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
+__all__ = [
+    "FAULT_KINDS", "PATH_SCOPES", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
+]
 
 FAULT_KINDS = _server.FAULT_KINDS
 """The faults ``Sandbox.faults.add(path, kind)`` injects: ``html_502``, ``json_503``,

@@ -16,7 +16,7 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from aiohttp import web
@@ -24,7 +24,11 @@ from aiohttp import web
 from .._ratelimit import RateLimit
 from ._data import InvestmentBook, RewardBook, mix
 
-__all__ = ["FAULT_KINDS", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
+__all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
+
+#: How the sandbox answers: ``"live"`` as the live service does (its official documentation,
+#: whitebit-exchange/docs, 2026), ``"spec"`` in SPEC.md's shapes.
+Dialect = Literal["live", "spec"]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -51,6 +55,7 @@ ANSWER_FAULTS = frozenset({"oto_empty_leg", "unlisted_status", "non_finite", "ov
 #: Answer fields that hold decimal amounts (the "non_finite" fault replaces them).
 DECIMAL_FIELDS = frozenset({
     "amount", "price", "activation_price", "deal_money", "deal_stock", "left", "deal_fee",
+    "dealMoney", "dealStock", "dealFee",
     "stopLoss", "takeProfit", "main_balance", "interestPaid", "percent", "interestRatio",
     "minInvestment", "maxInvestment", "maxPossibleInvestment", "totalReward", "reward", "fee",
     "fppsRate",
@@ -80,6 +85,17 @@ _DIGITS = re.compile(r"[0-9]{1,30}")
 _CLIENT_ORDER_ID = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 _INTERVALS = {"5m": 300, "1h": 3600, "24h": 86400}
+#: Self-trade prevention modes, and the legacy spellings the service still takes for them.
+_STP = {"no": "no", "cb": "cb", "cn": "cn", "co": "co", "cancel_both": "cb",
+        "cancel_new": "cn", "cancel_old": "co"}
+#: The order answer's fields the live service spells in camelCase (SPEC.md: snake_case).
+_LIVE_ORDER_FIELDS = {"order_id": "orderId", "client_order_id": "clientOrderId",
+                      "deal_money": "dealMoney", "deal_stock": "dealStock",
+                      "deal_fee": "dealFee"}
+#: What a live order answers right after it is placed, in turn: the statuses REST returns.
+_LIVE_ORDER_STATES = ("FILLED", "PARTIALLY_FILLED", "CANCELED")
+#: The fee on the money dealt of a filled order.
+_TAKER_FEE = Decimal("0.001")
 _HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
 
 
@@ -247,6 +263,16 @@ class Sandbox:
     ``max_page`` (settable while running) is the most records one page of rewards or
     investments holds, whatever ``limit`` asks for; the answer's ``limit`` says what was used, as
     a server that caps its pages would.
+
+    ``dialect`` says whose shapes it answers in: ``"live"`` (the default) as the live service
+    documents them, ``"spec"`` as SPEC.md shows them. Live: the order reads ``clientOrderId``
+    (a ``client_order_id`` is ignored, as the service ignores it), takes ``reduceOnly`` and
+    ``stp``, and answers in camelCase with a REST status (``FILLED``, ``PARTIALLY_FILLED``,
+    ``CANCELED``, in turn); the balance takes ``ticker`` and answers one currency flat; the
+    hashrate requires ``account``, refuses an unknown one, answers a disabled one
+    (:meth:`disable_mining_account`) with empty data, and its points carry ``rejectRate``.
+    Spec: the order reads ``client_order_id`` and answers in snake_case with status ``NEW``;
+    the balance ignores ``ticker``; the hashrate takes any account or none.
     """
 
     def __init__(
@@ -264,7 +290,11 @@ class Sandbox:
         clock: Callable[[], float] = time.time,
         clock_offset: float = 0.0,
         max_page: int = 100,
+        dialect: Dialect = "live",
     ) -> None:
+        if dialect not in ("live", "spec"):
+            raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
+        self.dialect: Dialect = dialect
         self.host = host
         self.port = port
         self.seed = seed
@@ -284,6 +314,7 @@ class Sandbox:
                                   rewards_per_day)
         self.mining_account_names = list(self.rewards.names)
         self._created_accounts: dict[str, int] = {}
+        self._disabled_accounts: set[str] = set()
         self.investments = InvestmentBook(seed)
         # ETH to the wei, 18 places: 24 significant digits, more than a float holds.
         self.balance = {
@@ -339,6 +370,11 @@ class Sandbox:
     def add_key(self, api_key: str, api_secret: str, *, b2b: bool = True) -> None:
         """Another API key the sandbox accepts; ``b2b=False`` has no access to investments."""
         self._keys[api_key] = _Key(api_secret.encode(), b2b)
+
+    def disable_mining_account(self, name: str) -> None:
+        """Disable mining account ``name``: the live dialect then answers its hashrate with
+        empty data (HTTP 200), as the service answers an account it has disabled."""
+        self._disabled_accounts.add(name)
 
     def __repr__(self) -> str:
         return f"Sandbox(url={self.url!r})"
@@ -469,7 +505,7 @@ class Sandbox:
             return self._refresh(body, now)
         key, params = self._authenticate(request, path, body, now)
         if path == "/api/v4/main-account/balance":
-            return self.balance
+            return self._balance(params)
         if path == "/api/v4/mining/rewards":
             return self._rewards(params)
         if path == "/api/v4/main-account/smart/investments":
@@ -567,6 +603,15 @@ class Sandbox:
             raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
         return start, end
 
+    def _balance(self, params: dict[str, Any]) -> Any:
+        if self.dialect == "spec" or "ticker" not in params:
+            return self.balance
+        ticker = params["ticker"]
+        if not isinstance(ticker, str):
+            raise _validation(422, 0, "Validation failed", {"ticker": ["validation.string"]})
+        # An unknown ticker is a zero balance, not an error.
+        return self.balance.get(ticker.upper(), {"main_balance": "0"})
+
     def _rewards(self, params: dict[str, Any]) -> Any:
         start, end = self._timestamps(params)
         limit = self._int_param(params, "limit", 1, 100, 30)
@@ -594,6 +639,15 @@ class Sandbox:
         if account is not None and not isinstance(account, str):
             raise _validation(400, 0, "Validation failed",
                               {"account": ["The account must be a string."]})
+        live = self.dialect == "live"
+        if live:
+            if account is None:
+                raise _validation(400, 0, "Validation failed",
+                                  {"account": ["The account field is required."]})
+            if account in self._disabled_accounts:
+                return {"data": []}
+            if account not in self.rewards.index and account not in self._created_accounts:
+                raise _validation(400, 0, "Validation failed", {"account": ["Account not found"]})
         end = int(now) if end is None else end
         start = end - 86400 if start is None else start
         first = -(-start // step) * step
@@ -603,8 +657,14 @@ class Sandbox:
             if len(points) >= 2000:
                 break
             h = mix(self.seed, index, moment)
-            points.append({"timestamp": moment,
-                           "hashrate": f"{100 + h % 900}.{(h >> 12) % 100:02d} TH/s"})
+            if live:
+                # H/s with no unit, and the share of rejected work as a JSON number.
+                points.append({"timestamp": moment,
+                               "hashrate": str((100 + h % 900) * 10**12 + (h >> 12) % 10**10),
+                               "rejectRate": msgspec.Raw(f"0.00{(h >> 40) % 100:02d}".encode())})
+            else:
+                points.append({"timestamp": moment,
+                               "hashrate": f"{100 + h % 900}.{(h >> 12) % 100:02d} TH/s"})
         return {"data": {"account": account or "", "hashrate": points}}
 
     def _investments(self, key: _Key, params: dict[str, Any]) -> Any:
@@ -654,16 +714,30 @@ class Sandbox:
         position = params.get("positionSide", "BOTH")
         if position not in ("LONG", "SHORT", "BOTH"):
             errors["positionSide"] = ["The selected positionSide is invalid."]
-        client_id = params.get("client_order_id")
+        live = self.dialect == "live"
+        # Each dialect reads its own name and ignores the other, as the live service ignores
+        # client_order_id.
+        id_field = "clientOrderId" if live else "client_order_id"
+        client_id = params.get(id_field)
         if client_id is not None and not (
             isinstance(client_id, str) and _CLIENT_ORDER_ID.fullmatch(client_id)
         ):
-            errors["client_order_id"] = [
-                "The client_order_id may only contain letters, digits, dashes, dots and "
+            errors[id_field] = [
+                f"The {id_field} may only contain letters, digits, dashes, dots and "
                 "underscores."
             ]
+        reduce_only = params.get("reduceOnly", False) if live else False
+        stp = params.get("stp", "no") if live else "no"
+        if live:
+            if not isinstance(reduce_only, bool):
+                errors["reduceOnly"] = ["The reduceOnly field must be true or false."]
+            if not isinstance(stp, str) or stp not in _STP:
+                errors["stp"] = ["The selected stp is invalid."]
         if errors:
             raise _validation(422, 30, "Request validation failed", errors)
+        if reduce_only and ("stopLoss" in params or "takeProfit" in params):
+            raise _validation(400, 30, "Validation failed", {"reduceOnly": [
+                "A reduce-only order cannot have stopLoss or takeProfit."]})
         if amounts["amount"] < MIN_ORDER_AMOUNT:
             raise _validation(400, 32, "Inner validation failed",
                               {"amount": [f"Amount must be at least {MIN_ORDER_AMOUNT}."]})
@@ -674,8 +748,8 @@ class Sandbox:
         else:
             placed = (str(market), str(client_id))
             if placed in key.client_order_ids:
-                raise _validation(400, 31, "Inner validation failed",
-                                  {"client_order_id": ["This client order id is already used."]})
+                raise _validation(400, 36 if live else 31, "Inner validation failed",
+                                  {id_field: ["This client order id is already used."]})
             key.client_order_ids.add(placed)
         self._next_order_id += 1
         order: dict[str, Any] = {
@@ -693,9 +767,11 @@ class Sandbox:
             "price": params["price"],
             "activation_price": params["activation_price"],
             "status": "NEW",
-            "stp": "no",
+            "stp": _STP[stp],
             "positionSide": position,
         }
+        if live:
+            order = self._live_order(order, reduce_only)
         if "stopLoss" in params or "takeProfit" in params:
             order["oto"] = {
                 "otoId": self._next_order_id + 500_000_000,
@@ -708,6 +784,24 @@ class Sandbox:
                 del order["oto"]["takeProfit"]
         self.stats.orders.append(order)
         return order
+
+    def _live_order(self, order: dict[str, Any], reduce_only: bool) -> dict[str, Any]:
+        """``order`` as the live service answers it: camelCase names, ``reduceOnly``, and one of
+        the statuses REST returns, with the amounts dealt that go with it."""
+        state = _LIVE_ORDER_STATES[len(self.stats.orders) % len(_LIVE_ORDER_STATES)]
+        amount, price = Decimal(order["amount"]), Decimal(order["price"])
+        dealt = {"FILLED": amount, "PARTIALLY_FILLED": amount / 2}.get(state, Decimal(0))
+        money = dealt * price
+        order |= {
+            "status": state,
+            "deal_stock": _plain(dealt),
+            "deal_money": _plain(money),
+            "deal_fee": _plain(money * _TAKER_FEE),
+            "left": _plain(amount - dealt) if state != "CANCELED" else order["amount"],
+        }
+        live = {_LIVE_ORDER_FIELDS.get(name, name): value for name, value in order.items()}
+        live["reduceOnly"] = reduce_only
+        return live
 
     def _create_account(self, params: dict[str, Any], now: float) -> Any:
         name = params.get("name")
@@ -758,6 +852,12 @@ class Sandbox:
             "scope": "general,history",
             "token_type": "Bearer",
         }}
+
+
+def _plain(amount: Decimal) -> str:
+    """An amount as the service writes one: plain notation, no trailing zeros."""
+    text = format(amount, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _changed_answer(fault: _Fault, answer: Any) -> web.Response:
