@@ -252,3 +252,52 @@ async def test_the_live_sandbox_reads_client_order_id_as_the_service_does() -> N
     assert all(o.stp == "co" and o.reduce_only is False for o in orders)
     assert set(box.stats.orders[0]) >= {"orderId", "clientOrderId", "dealMoney", "reduceOnly"}
 
+
+
+# -- rewards whose status changes while they are read --------------------------------------------
+
+DAY0 = 1704067200
+
+
+async def test_a_reward_whose_status_changes_during_the_walk_is_returned_once(
+    mocked: aioresponses, client: txc_async.Client
+) -> None:
+    from aioresponses import CallbackResult
+
+    records = [
+        {"miningAccountName": f"acc_{a:03d}", "totalReward": "0.5", "reward": "0.5",
+         "fee": "0", "fppsRate": "0.1", "hashRate": "100", "date": DAY0, "status": "pending",
+         "rewardCurrency": "BTC", "payoutDestination": "main_balance",
+         "payoutTransactionHash": None, "payoutAddress": None, "payoutTime": None}
+        for a in range(150)
+    ]
+    requests = 0
+
+    def answer(url: Any, **kwargs: Any) -> CallbackResult:
+        nonlocal requests
+        requests += 1
+        if requests == 2:
+            # Between the first and the second page every reward settles, and one booked at
+            # the same date pushes the first page's last record onto the second page.
+            for record in records:
+                record["status"] = "successful"
+            records.append(records[0] | {"miningAccountName": "acc_000a", "status": "pending"})
+        body = decode_signed(kwargs)
+        chosen = sorted(
+            (r for r in records if body.get("from", 0) <= r["date"] <= body.get("to", 2**62)),
+            key=lambda r: (-r["date"], r["miningAccountName"]),
+        )
+        offset, limit = body.get("offset", 0), body.get("limit", 30)
+        return CallbackResult(
+            payload={"offset": offset, "limit": limit, "data": chosen[offset : offset + limit]}
+        )
+
+    mocked.post(REWARDS, callback=answer, repeat=True)
+    got = [r async for r in client.iter_mining_rewards(start=DAY0, end=DAY0 + 86_399)]
+    names = [r.mining_account_name for r in got]
+    # Each reward once, the one booked behind the walk included (found by the closing check).
+    assert sorted(names) == sorted({str(r["miningAccountName"]) for r in records})
+    assert len(names) == 151
+    assert {r.reward_currency for r in got} == {"BTC"}
+    assert {r.status for r in got} <= set(txc_async.RewardStatus)
+    assert got[0].payout_destination is txc_async.PayoutDestination.MAIN_BALANCE

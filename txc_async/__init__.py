@@ -37,9 +37,11 @@ from ._models import (
     OAuthToken,
     OrderStatus,
     OtoOrder,
+    PayoutDestination,
     PlanStatus,
     PositionSide,
     RewardsPage,
+    RewardStatus,
     Side,
 )
 from ._pipeline import RequestRecord
@@ -102,6 +104,7 @@ __all__ = [
     "OrderStatus",
     "OtoOrder",
     "Outcome",
+    "PayoutDestination",
     "PlanStatus",
     "PositionSide",
     "PositionSideLiteral",
@@ -111,6 +114,7 @@ __all__ = [
     "RequestRecord",
     "RequestTimeout",
     "RetryPolicy",
+    "RewardStatus",
     "RewardsPage",
     "SQLiteLimiter",
     "Side",

@@ -23,9 +23,11 @@ __all__ = [
     "OAuthToken",
     "OrderStatus",
     "OtoOrder",
+    "PayoutDestination",
     "PlanStatus",
     "PositionSide",
     "PositionSideLiteral",
+    "RewardStatus",
     "RewardsPage",
     "Side",
     "SideLiteral",
@@ -70,6 +72,23 @@ class OrderStatus(enum.StrEnum):
         return cls.CANCELED if value == "CANCELLED" else None
 
 
+class RewardStatus(enum.StrEnum):
+    """Status of a mining reward (whitebit-exchange/docs, openapi/private/main_api_v4.yaml,
+    schema ``MiningReward``): ``PENDING`` is not final yet (waiting for confirmations or for its
+    payout transaction) and changes later; ``SUCCESSFUL`` and ``CANCELED`` are final."""
+
+    PENDING = "pending"
+    SUCCESSFUL = "successful"
+    CANCELED = "canceled"
+
+
+class PayoutDestination(enum.StrEnum):
+    """Where a mining reward is paid: the main balance, or an external address."""
+
+    MAIN_BALANCE = "main_balance"
+    EXTERNAL_ADDRESS = "external_address"
+
+
 class Side(enum.StrEnum):
     """Side of an order."""
 
@@ -110,12 +129,16 @@ if TYPE_CHECKING:
     _OrderStatusValue: TypeAlias = OrderStatus | str
     _SideValue: TypeAlias = Side | str
     _PositionSideValue: TypeAlias = PositionSide | str
+    _RewardStatusValue: TypeAlias = RewardStatus | str
+    _PayoutDestinationValue: TypeAlias = PayoutDestination | str
 else:
     _InvestmentStatusValue = InvestmentStatus
     _PlanStatusValue = PlanStatus
     _OrderStatusValue = OrderStatus
     _SideValue = Side
     _PositionSideValue = PositionSide
+    _RewardStatusValue = RewardStatus
+    _PayoutDestinationValue = PayoutDestination
 
 # Decimal fields are ``Decimal | None``: ``""``, ``null`` or a missing value decodes as None.
 
@@ -219,7 +242,13 @@ class MiningAccount(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class MiningReward(msgspec.Struct, frozen=True, rename="camel", gc=False):
-    """One daily reward of a mining-pool account."""
+    """One daily reward of a mining-pool account.
+
+    The live service also writes ``status``, ``rewardCurrency``, ``payoutDestination`` and, for a
+    payout to an external address, ``payoutTransactionHash``, ``payoutAddress`` and
+    ``payoutTime`` (null for a main-balance payout); a pending reward's status and payout fields
+    change after it was first read. SPEC.md's records have none of them: they read as None.
+    """
 
     mining_account_name: str
     total_reward: Decimal | None
@@ -228,6 +257,12 @@ class MiningReward(msgspec.Struct, frozen=True, rename="camel", gc=False):
     fpps_rate: Decimal | None
     hash_rate: str
     date: int
+    status: _RewardStatusValue | None = None
+    reward_currency: str | None = None
+    payout_destination: _PayoutDestinationValue | None = None
+    payout_transaction_hash: str | None = None
+    payout_address: str | None = None
+    payout_time: int | None = None
 
 
 class RewardsPage(msgspec.Struct, frozen=True):

@@ -28,6 +28,7 @@ __all__ = [
     "R",
     "RewardsCursor",
     "WireReward",
+    "fixed_fields",
     "is_last",
     "walk_rewards",
 ]
@@ -179,14 +180,18 @@ WIRE_RECORDS: Operation[Page[WireReward]] = Operation(
 )
 
 
-def _spelled(record: MiningReward | WireReward) -> Any:
-    """What tells rewards apart: every field as the server writes it. A wire record's fields are
-    the server's strings; a typed record's ``Decimal`` amounts compare by value
-    (``Decimal("1.5") == Decimal("1.50")``), so their spellings are added."""
+def fixed_fields(record: MiningReward | WireReward) -> tuple[Any, ...]:
+    """What tells rewards apart: every field the service keeps fixed for a reward, as the server
+    writes it. A wire record's fields are the server's strings; a typed record's ``Decimal``
+    amounts compare by value (``Decimal("1.5") == Decimal("1.50")``), so their spellings are
+    taken. A reward's status and payout fields change after it is booked (a pending reward
+    settles): they are left out, so a reward read before and after it settled is one reward."""
     if isinstance(record, WireReward):
-        return record
-    return (record, str(record.total_reward), str(record.reward), str(record.fee),
-            str(record.fpps_rate))
+        return (record.mining_account_name, record.total_reward, record.reward, record.fee,
+                record.fpps_rate, record.hash_rate, record.date)
+    return (record.mining_account_name, str(record.total_reward), str(record.reward),
+            str(record.fee), str(record.fpps_rate), record.hash_rate, record.date,
+            record.reward_currency)
 
 
 def is_last(records: Sized, asked: int, used: int) -> bool:
@@ -266,7 +271,7 @@ async def walk_rewards(
         oldest = boundary
         alike: set[Any] = set()  # a reward is its content: records alike are one reward
         for record in page:
-            key = _spelled(record)
+            key = fixed_fields(record)
             if record.date == boundary:
                 if key in cursor.seen:
                     continue
@@ -296,7 +301,7 @@ async def walk_rewards(
             # The page reached an older date: everything newer than it is complete.
             at_oldest = [r for r in page if r.date == oldest]
             cursor.params = cursor.params | {"to": oldest}
-            cursor.seen = {_spelled(r) for r in at_oldest}
+            cursor.seen = {fixed_fields(r) for r in at_oldest}
             cursor.offset = len(at_oldest)
         else:
             if cursor.offset >= MAX_OFFSET:
