@@ -1,6 +1,8 @@
 """Decode throughput: records per second for 100-record investments and rewards answers, as the
 library's msgspec structs (Decimal money), as json.loads dicts (money left as strings), and as
-equivalent pydantic v2 models.
+equivalent pydantic v2 models; and answers per second for a collateral order, in the live
+service's camelCase and in SPEC.md's snake_case, against the leanest typed msgspec decoder of
+the live answer.
 
     python benchmarks/decode.py [--quick]
 """
@@ -16,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from txc_async._operations import INVESTMENTS, MINING_REWARDS
+from txc_async._operations import COLLATERAL_STOP_LIMIT, INVESTMENTS, MINING_REWARDS
 from txc_async.sandbox._data import InvestmentBook, RewardBook
 
 try:
@@ -93,6 +95,74 @@ def pydantic_decoders() -> dict[str, Callable[[bytes], Any]]:
     }
 
 
+#: A filled order as the live service answers it (whitebit-exchange/docs,
+#: openapi/private/http-trade-v4.yaml), and the same in SPEC.md's spelling.
+LIVE_ORDER: dict[str, Any] = {
+    "orderId": 4180284841, "clientOrderId": "order1987111", "market": "BTC_USDT",
+    "side": "buy", "type": "stop limit", "timestamp": 1595792396.165973, "dealMoney": "40",
+    "dealStock": "0.001", "amount": "0.001", "left": "0", "dealFee": "0.04", "price": "40000",
+    "activation_price": "40000", "status": "FILLED", "stp": "no",
+    "oto": {"otoId": 29457221, "stopLoss": "30000", "takeProfit": "50000"},
+    "positionSide": "LONG", "reduceOnly": False,
+}
+SPEC_ORDER = {
+    {"orderId": "order_id", "clientOrderId": "client_order_id", "dealMoney": "deal_money",
+     "dealStock": "deal_stock", "dealFee": "deal_fee"}.get(name, name): value
+    for name, value in LIVE_ORDER.items()
+}
+
+
+class _LeanOto(msgspec.Struct, rename="camel"):
+    oto_id: int
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
+
+
+class _LeanOrder(msgspec.Struct, rename="camel"):
+    """The leanest typed reading of the live answer: one msgspec decoder, no checks."""
+
+    order_id: int
+    client_order_id: str
+    market: str
+    side: str
+    type: str
+    timestamp: float
+    deal_money: Decimal
+    deal_stock: Decimal
+    amount: Decimal
+    left: Decimal
+    deal_fee: Decimal
+    price: Decimal
+    activation_price: Decimal = msgspec.field(name="activation_price")
+    status: str = ""
+    stp: str = ""
+    oto: _LeanOto | None = None
+    position_side: str = ""
+    reduce_only: bool = False
+
+
+def answers_per_second(decode: Callable[[bytes], Any], body: bytes, seconds: float) -> float:
+    return records_per_second(decode, body, seconds) / 100
+
+
+def orders(seconds: float) -> dict[str, float]:
+    """Answers per second for one order answer, best of 3 runs each."""
+    live, spec = msgspec.json.encode(LIVE_ORDER), msgspec.json.encode(SPEC_ORDER)
+    lean = msgspec.json.Decoder(_LeanOrder).decode
+    contenders = {
+        "lean msgspec (live answer)": (lean, live),
+        "txc_async (live answer)": (COLLATERAL_STOP_LIMIT.decode, live),
+        "txc_async (SPEC.md answer)": (COLLATERAL_STOP_LIMIT.decode, spec),
+    }
+    figures = {label: max(answers_per_second(f, body, seconds) for _ in range(3))
+               for label, (f, body) in contenders.items()}
+    base = figures["lean msgspec (live answer)"]
+    print(f"  collateral order ({len(live):,} bytes per answer)")
+    for label, value in figures.items():
+        print(f"    {label:32} {value:>12,.0f} answers/s  {value / base:5.2f}x lean msgspec")
+    return figures
+
+
 def records_per_second(decode: Callable[[bytes], Any], body: bytes, seconds: float) -> float:
     decode(body)
     rounds = 0
@@ -127,6 +197,7 @@ def main(quick: bool) -> dict[str, dict[str, float]]:
         print(f"  {name} ({len(body):,} bytes per answer)")
         for label, value in figures.items():
             print(f"    {label:32} {value:>12,.0f} records/s  {value / base:5.2f}x json.loads")
+    results["orders"] = orders(seconds)
     return results
 
 

@@ -7,12 +7,15 @@ deterministic synthetic data, and injects faults on request.
 """
 
 from . import _server
-from ._server import Dialect, FaultPlan, Sandbox, SandboxStats, serve
+from ._server import FaultPlan, Sandbox, SandboxStats, serve
 
 __all__ = [
     "FAULT_KINDS", "PATH_SCOPES", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
 ]
 
+Dialect = _server.Dialect
+"""Whose shapes the sandbox answers in (``Sandbox(dialect=...)``): ``"live"`` as the live
+service documents them (whitebit-exchange/docs, 2026), ``"spec"`` as SPEC.md shows them."""
 FAULT_KINDS = _server.FAULT_KINDS
 """The faults ``Sandbox.faults.add(path, kind)`` injects: ``html_502``, ``json_503``,
 ``text_503``, ``json_500`` (server errors), ``reset`` (the connection drops), ``malformed_json``,
