@@ -1,5 +1,6 @@
 """Shared fixtures: a mocked HTTP layer, a recording limiter, clients wired to both, and one
-redis-server for the run."""
+redis-server for the run. The package's pytest plugin (``txc_async.pytest_plugin``, registered
+by its entry point) gives every test fresh estimates of servers' clocks."""
 
 from __future__ import annotations
 
@@ -146,17 +147,6 @@ def requests_to(mocked: aioresponses, path: str) -> list[dict[str, Any]]:
         if url.path == path:
             found.extend(call.kwargs for call in calls)
     return found
-
-
-@pytest.fixture(autouse=True)
-def _fresh_server_clocks() -> None:
-    """Every test meets its servers afresh. The process keeps one estimate of a server's clock
-    per address, as it should; but tests start servers on ports that earlier tests' servers (some
-    with an offset clock) used, and an estimate must not carry over from one to the next."""
-    from txc_async import _clock
-
-    _clock._clocks.clear()
-    _clock._recent.clear()
 
 
 @pytest.fixture(scope="session")

@@ -100,3 +100,50 @@ async def test_this_suite_uses_the_fixtures_too(
     assert txc_client.base_url == txc_sandbox.url
     assert await txc_client.main_balance()
     assert txc_sandbox.stats.executed
+
+
+CLOCK_TESTS = '''
+import socket
+
+import pytest
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+PORT = _free_port()
+
+
+@pytest.mark.txc_sandbox(port=PORT, clock_offset=3600.0)
+async def test_a_server_an_hour_ahead(txc_client):
+    await txc_client.main_balance()
+    assert 3599.0 < txc_client.clock_offset < 3601.0
+
+
+@pytest.mark.txc_sandbox(port=PORT)
+async def test_the_next_server_on_that_port_is_met_afresh(txc_sandbox, txc_client):
+    assert txc_sandbox.port == PORT
+    assert txc_client.clock_offset == 0.0
+    await txc_client.main_balance()
+    assert abs(txc_client.clock_offset) < 1.0
+'''
+
+
+@pytest.mark.asyncio_only
+def test_each_test_of_a_user_suite_meets_its_servers_afresh(pytester: pytest.Pytester) -> None:
+    """Two tests start sandboxes on one port, the first an hour ahead: the second's client
+    does not start from the first's estimate of that address's clock."""
+    pytester.makeini(INI.format(mode="auto"))
+    pytester.makepyfile(test_user=CLOCK_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_this_suite_meets_its_servers_afresh_through_the_plugin(
+    request: pytest.FixtureRequest,
+) -> None:
+    """tests/conftest.py relies on the plugin for fresh estimates of servers' clocks."""
+    assert "_txc_fresh_server_clocks" in request.fixturenames

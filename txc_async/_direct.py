@@ -14,10 +14,18 @@ A session the client makes takes this path; it has no cookie jar worth keeping, 
 proxies, traces, middlewares or default headers. Any other session, a session whose request
 path a test replaced (aioresponses), or an aiohttp whose parts differ, goes through
 ``ClientSession.request`` (see ``AiohttpTransport.send``).
+
+The parts used here are aiohttp's private ones, so the path proves itself instead of trusting
+their names: a session's first exchange first reads an answer offline with them (the parts that
+run after the request is written, where nothing could be taken back), and every exchange runs
+the parts before the write under a guard. Any failure of theirs raises :class:`NotReady` before a
+byte of the request was written, and the transport then sends that request, and every later one
+of the session, through ``ClientSession.request``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 from collections.abc import Mapping
@@ -27,13 +35,17 @@ import aiohttp
 from aiohttp import http_writer
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.client_reqrep import ClientRequest
-from aiohttp.helpers import TimeoutHandle
+from aiohttp.connector import Connection
+from aiohttp.helpers import BaseTimerContext, TimeoutHandle
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.streams import StreamReader
 from multidict import CIMultiDict
 from yarl import URL
 
-__all__ = ["DIRECT", "DirectExchange", "MalformedAnswer", "Unsendable", "bodyless", "read_body"]
+__all__ = [
+    "DIRECT", "DirectExchange", "MalformedAnswer", "NotReady", "Unsendable", "bodyless",
+    "read_body",
+]
 
 _CHUNK = 64 * 1024
 _CONTENT_LENGTH = aiohttp.hdrs.CONTENT_LENGTH
@@ -68,6 +80,8 @@ _SESSION_SETTINGS = {
     "max_field_size": "_max_field_size",
     "max_headers": "_max_headers",
 }
+#: Those this aiohttp's ``set_response_params`` takes (a name it does not take is not passed;
+#: one it takes that the session lacks fails the session's proof).
 _ANSWER_SETTINGS = {
     name: attribute for name, attribute in _SESSION_SETTINGS.items()
     if _takes(ResponseHandler.set_response_params, {name})
@@ -75,21 +89,29 @@ _ANSWER_SETTINGS = {
 #: A request's method, and its URL's scheme and authority.
 _Origin = tuple[str, str, str | None]
 _serialize_headers = getattr(http_writer, "_serialize_headers", None)
-#: This aiohttp has the parts an exchange is made of here, as its own request path uses them.
-DIRECT = (
-    _serialize_headers is not None
-    and _takes(ClientRequest.__init__, {"loop", "session", "ssl", "traces"})
-    and _takes(
-        ResponseHandler.set_response_params,
-        {"timer", "skip_payload", "read_until_eof", "read_timeout", "timeout_ceil_threshold",
-         "read_bufsize", "auto_decompress", "max_line_size", "max_field_size"},
-    )
-    and callable(getattr(ResponseHandler, "read", None))
-    and callable(getattr(ResponseHandler, "start_timeout", None))
-    and _takes(TimeoutHandle.__init__, {"loop", "timeout", "ceil_threshold"})
-    and hasattr(aiohttp, "ClientConnectionResetError")
-    and hasattr(aiohttp, "ConnectionTimeoutError")
+#: This aiohttp has the parts an exchange is made of here. Whether they work as this module
+#: uses them is proven on a session's first exchange (see :class:`NotReady`), not here.
+DIRECT = _serialize_headers is not None and all(
+    hasattr(aiohttp, name) for name in ("ClientConnectionResetError", "ConnectionTimeoutError")
 )
+#: The answer a session's first exchange reads offline, with the parts that read real ones.
+_REHEARSED_ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Rehearsal: 1\r\n\r\nok"
+#: What the connector raises of a connection it could not make, as ``ClientSession.request``
+#: meets it; anything else it raises is one of aiohttp's parts failing this path.
+_CONNECT_FAILURES = (aiohttp.ClientError, OSError, TimeoutError, RuntimeError)
+
+
+class NotReady(Exception):
+    """One of aiohttp's private parts failed this path (a changed signature, a missing or
+    renamed attribute...) before a byte of the request was written: the request can go through
+    ``ClientSession.request`` as if this path had never been tried. ``part`` names the part;
+    ``failure`` is the name of the exception's type (its text is not kept: it may quote a
+    signed header)."""
+
+    def __init__(self, part: str, failure: BaseException) -> None:
+        super().__init__(f"{part}: {type(failure).__name__}")
+        self.part = part
+        self.failure = type(failure).__name__
 
 
 class _ExchangeFailure(Exception):
@@ -149,8 +171,10 @@ class DirectExchange:
 
     __slots__ = ("_origins", "_settings", "max_answer_bytes")
 
-    def __init__(self, settings: dict[str, Any], max_answer_bytes: int) -> None:
-        self._settings = settings
+    def __init__(self, max_answer_bytes: int) -> None:
+        # How the session reads an answer (``set_response_params``' keywords), once its first
+        # exchange has proven the parts (None until then).
+        self._settings: dict[str, Any] | None = None
         self.max_answer_bytes = max_answer_bytes
         # Per method and origin: a request aiohttp built for it (what the connector reads: the
         # connection's key, TLS, the host) and the headers aiohttp gives such a request.
@@ -160,18 +184,37 @@ class DirectExchange:
     def for_session(
         cls, session: aiohttp.ClientSession, max_answer_bytes: int
     ) -> DirectExchange | None:
-        """How ``session`` reads an answer (``set_response_params``' keywords), or None when
-        this aiohttp cannot take this path."""
-        connector = session.connector
-        if not DIRECT or connector is None:
+        """The exchanges of ``session``, or None when this aiohttp lacks the parts."""
+        if not DIRECT or session.connector is None:
             return None
-        settings = {name: getattr(session, attribute, None)
-                    for name, attribute in _ANSWER_SETTINGS.items()}
-        threshold = getattr(connector, "_timeout_ceil_threshold", None)
-        if threshold is None or None in settings.values():
-            return None
-        settings["timeout_ceil_threshold"] = threshold
-        return cls(settings, max_answer_bytes)
+        return cls(max_answer_bytes)
+
+    def _prove(self, session: aiohttp.ClientSession) -> dict[str, Any]:
+        """The session's settings of an answer's reading, once an answer was read offline with
+        them as a real one is read: the parts that run after a request is written are proven
+        before any is. Raises :class:`NotReady`."""
+        try:
+            settings = {name: getattr(session, attribute)
+                        for name, attribute in _ANSWER_SETTINGS.items()}
+            connector: Any = session.connector
+            settings["timeout_ceil_threshold"] = connector._timeout_ceil_threshold
+            loop = session._loop
+        except Exception as exc:
+            raise NotReady("the session's settings", exc) from None
+        # Run to its end without the event loop: the answer is all there, so nothing in it may
+        # wait (a part that does would hold the request past its budget's deadline).
+        rehearsal = _read_offline(loop, settings, self.max_answer_bytes)
+        try:
+            rehearsal.send(None)
+        except StopIteration:
+            pass
+        except Exception as exc:
+            raise NotReady("the reading of an answer", exc) from None
+        else:
+            rehearsal.close()
+            raise NotReady("the reading of an answer", RuntimeError("waited for more"))
+        self._settings = settings
+        return settings
 
     def _origin(
         self, session: aiohttp.ClientSession, method: str, url: URL
@@ -231,6 +274,57 @@ class DirectExchange:
             ) from None
         return head + body if body else head
 
+    def _prepare(
+        self, session: aiohttp.ClientSession, method: str, url: URL,
+        headers: Mapping[str, str] | None, body: bytes | None, total: float | None,
+    ) -> tuple[ClientRequest, bytes, TimeoutHandle, asyncio.Handle | None, BaseTimerContext]:
+        """The request aiohttp would connect for, the bytes to write and the running deadline.
+        Raises :class:`Unsendable`, or :class:`NotReady` when one of aiohttp's parts fails."""
+        handle: asyncio.Handle | None = None
+        try:
+            template, base = self._origin(session, method, url)
+            method = template.method  # upper case, as aiohttp sends it
+            request = self._request_bytes(method, url, base, headers, body)
+            # The whole exchange under one deadline, as aiohttp runs it: the timer cancels the
+            # exchange at the deadline and turns the cancellation into TimeoutError.
+            deadline = TimeoutHandle(session._loop, total, ceil_threshold=math.inf)
+            handle = deadline.start()
+            timer = deadline.timer()
+        except Unsendable:
+            raise
+        except Exception as exc:
+            if handle is not None:
+                handle.cancel()  # or the deadline would cancel the task later
+            raise NotReady("the making of the request", exc) from None
+        return template, request, deadline, handle, timer
+
+    def _writable(
+        self, connection: Connection, method: str, timer: BaseTimerContext,
+        timeout: aiohttp.ClientTimeout, settings: dict[str, Any],
+    ) -> tuple[ResponseHandler, asyncio.Transport]:
+        """The connection's protocol, set to read the answer, and its transport. Raises
+        :class:`NotReady` when one of aiohttp's parts fails (the connection closed, nothing
+        written on it)."""
+        try:
+            protocol = connection.protocol
+            assert protocol is not None
+            # As ClientSession.request reads: an answer of neither declared length nor chunks
+            # ends when the server closes the connection (HTTP/1.0, or ``Connection: close``).
+            protocol.set_response_params(
+                timer=timer, skip_payload=method == "HEAD", read_until_eof=True,
+                read_timeout=timeout.sock_read, **settings,
+            )
+            transport: Any = protocol.transport
+            closing = transport is None or transport.is_closing()
+        except Exception as exc:
+            connection.close()
+            raise NotReady("the connection's protocol", exc) from None
+        if closing:
+            connection.close()
+            # As aiohttp's writer says it of a connection closed in the pool.
+            raise aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+        return protocol, transport
+
     async def __call__(
         self,
         session: aiohttp.ClientSession,
@@ -241,19 +335,19 @@ class DirectExchange:
         timeout: aiohttp.ClientTimeout,
     ) -> tuple[int, Mapping[str, str], bytes | None]:
         """The status, the headers and the body, or None for the body when it is larger than
-        ``max_answer_bytes`` (not read further: the connection is closed)."""
+        ``max_answer_bytes`` (not read further: the connection is closed). Raises
+        :class:`NotReady` when one of aiohttp's parts fails before the request is written."""
         if session.closed:
             raise RuntimeError("Session is closed")  # as aiohttp's own path says it
+        settings = self._settings
+        if settings is None:
+            settings = self._prove(session)
         connector = session.connector
         assert connector is not None
-        template, base = self._origin(session, method, url)
-        method = template.method  # upper case, as aiohttp sends it
-        request = self._request_bytes(method, url, base, headers, body)
-        # The whole exchange under one deadline, as aiohttp runs it: the timer cancels the
-        # exchange at the deadline and turns the cancellation into TimeoutError.
-        deadline = TimeoutHandle(session._loop, timeout.total, ceil_threshold=math.inf)
-        handle = deadline.start()
-        timer = deadline.timer()
+        template, request, deadline, handle, timer = self._prepare(
+            session, method, url, headers, body, timeout.total
+        )
+        method = template.method
         try:
             with timer:
                 try:
@@ -262,22 +356,14 @@ class DirectExchange:
                     # The connector's own connect timeout (not the deadline's: that one is a
                     # cancellation until the timer ends).
                     raise aiohttp.ConnectionTimeoutError(f"connection timeout to {url}") from exc
+                except _CONNECT_FAILURES:
+                    raise
+                except Exception as exc:
+                    # Not a connection that failed: the connector refused what it was given.
+                    raise NotReady("the connector", exc) from None
+                protocol, transport = self._writable(connection, method, timer, timeout, settings)
                 try:
-                    protocol = connection.protocol
-                    assert protocol is not None
-                    # As ClientSession.request reads: an answer of neither declared length nor
-                    # chunks ends when the server closes the connection (HTTP/1.0, or
-                    # ``Connection: close``).
-                    protocol.set_response_params(
-                        timer=timer, skip_payload=method == "HEAD", read_until_eof=True,
-                        read_timeout=timeout.sock_read, **self._settings,
-                    )
-                    transport = protocol.transport
-                    if transport is None or transport.is_closing():
-                        # As aiohttp's writer says it of a connection closed in the pool.
-                        raise aiohttp.ClientConnectionResetError(
-                            "Cannot write to closing transport"
-                        )
+                    # From here on, the request may have left: no failure is NotReady.
                     transport.write(request)
                     # The answer's read timeout (sock_read) runs from here, as in aiohttp.
                     protocol.start_timeout()
@@ -307,3 +393,32 @@ class DirectExchange:
             if handle is not None:
                 handle.cancel()
             deadline.close()
+
+
+async def _read_offline(
+    loop: asyncio.AbstractEventLoop, settings: dict[str, Any], limit: int
+) -> None:
+    """Reads a whole answer with the parts, and in the order, that an exchange reads one with
+    (without a connection: the protocol is fed the bytes). Raises when one of them fails or
+    misreads it."""
+    protocol = ResponseHandler(loop)
+    deadline = TimeoutHandle(loop, 60.0, ceil_threshold=math.inf)
+    handle = deadline.start()
+    try:
+        with deadline.timer() as timer:
+            protocol.set_response_params(
+                timer=timer, skip_payload=False, read_until_eof=True, read_timeout=None,
+                **settings,
+            )
+            protocol.data_received(_REHEARSED_ANSWER)
+            protocol.start_timeout()
+            message, content = await protocol.read()
+            status, answer = message.code, message.headers
+            body = await read_body(content, answer, bodyless("GET", status), limit)
+    finally:
+        protocol.connection_lost(None)
+        if handle is not None:
+            handle.cancel()
+        deadline.close()
+    if (status, answer.get("X-Rehearsal"), body) != (200, "1", b"ok"):
+        raise ValueError("the answer was misread")

@@ -7,6 +7,7 @@ import collections
 import contextlib
 import errno
 import functools
+import logging
 import math
 import select
 import ssl
@@ -20,7 +21,14 @@ from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from ._direct import DirectExchange, MalformedAnswer, Unsendable, bodyless, read_body
+from ._direct import (
+    DirectExchange,
+    MalformedAnswer,
+    NotReady,
+    Unsendable,
+    bodyless,
+    read_body,
+)
 from ._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
@@ -54,6 +62,7 @@ _current_task = asyncio.current_task
 _ClientSession = aiohttp.ClientSession
 _CLOSED_IN_FLIGHT = "the client was closed while the request was in flight"
 _CLIENT_MODULE_FILE = getattr(aiohttp.client, "__file__", None)
+logger = logging.getLogger("txc_async")
 
 
 def _aiohttp_s_own(request_path: Any) -> bool:
@@ -307,13 +316,18 @@ class AiohttpTransport:
                 )
             if self._direct:
                 direct = self._direct_exchange
-        failure: TransportError
         try:
             if direct is not None:
-                status, answer, payload = await direct(
-                    session, method, url, headers, body, client_timeout
-                )
-            else:
+                try:
+                    status, answer, payload = await direct(
+                        session, method, url, headers, body, client_timeout
+                    )
+                except NotReady as exc:
+                    # Nothing of the request was written: it goes as if this path had never
+                    # been tried, and so does every later request of the session.
+                    self._leave_direct_path(exc, record)
+                    direct = None
+            if direct is None:
                 async with session.request(
                     method, url, headers=headers, data=body, timeout=client_timeout,
                     allow_redirects=False,
@@ -323,59 +337,81 @@ class AiohttpTransport:
             if payload is not None:
                 return _raw_response((status, answer, payload))
             failure = self._too_large(status)
-        except TimeoutError as exc:
+        except Exception as exc:
+            found = self._failure(exc, session, url, timeout, record)
+            if found is None:
+                raise
+            failure = found
+        raise failure
+
+    def _leave_direct_path(self, exc: NotReady, record: list[Any] | None) -> None:
+        """This session's requests go through ``ClientSession.request`` from now on."""
+        self._direct_exchange = None
+        self._direct = False
+        if record is not None:
+            # The failed path may have had a connection: the request has none yet, and the
+            # connector must not take its next for a second one (see _Connector).
+            record[1] = _UNKNOWN
+        logger.debug(
+            "aiohttp %s: %s failed the direct request path (%s); this session sends its "
+            "requests through ClientSession.request", aiohttp.__version__, exc.part, exc.failure,
+        )
+
+    def _failure(
+        self, exc: Exception, session: aiohttp.ClientSession, url: URL, timeout: float,
+        record: list[Any] | None,
+    ) -> TransportError | None:
+        """The error a request that failed with ``exc`` ends with, or None for an exception
+        that is not the transport's to word (it goes on as it is)."""
+        if isinstance(exc, TimeoutError):
             # aiohttp's own connect timeout, or the deadline before a connection: the request
             # never left.
             if isinstance(exc, aiohttp.ConnectionTimeoutError) or (
                 record is not None and record[1] == _CONNECTING
             ):
-                failure = RequestTimeout(
+                return RequestTimeout(
                     f"no connection to {_where(url)} within {timeout:g} s",
                     may_have_reached_server=False,
                 )
-            else:
-                failure = RequestTimeout(f"no answer within {timeout:g} s")
-        except Unsendable as exc:
-            failure = TransportError(
+            return RequestTimeout(f"no answer within {timeout:g} s")
+        if isinstance(exc, Unsendable):
+            return TransportError(
                 f"the request to {_where(url)} was not sent: {exc.reason}",
                 may_have_reached_server=False,
             )
-        except aiohttp.ClientConnectorError as exc:
-            failure = TransportError(_connect_failure(exc, url), may_have_reached_server=False)
-        except (aiohttp.ClientResponseError, MalformedAnswer) as exc:
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return TransportError(_connect_failure(exc, url), may_have_reached_server=False)
+        if isinstance(exc, aiohttp.ClientResponseError | MalformedAnswer):
             # aiohttp's HTTP parser could not read the status line or the headers (through
             # ClientSession.request, its error's request_info holds the signed headers).
             reason = exc.message if isinstance(exc, aiohttp.ClientResponseError) else exc.reason
-            failure = TransportError(f"malformed HTTP answer from {_where(url)}: "
-                                     f"{_first_words(reason)}")
-        except aiohttp.ServerDisconnectedError:
-            failure = TransportError(
+            return TransportError(f"malformed HTTP answer from {_where(url)}: "
+                                  f"{_first_words(reason)}")
+        if isinstance(exc, aiohttp.ServerDisconnectedError):
+            return TransportError(
                 _CLOSED_IN_FLIGHT if self._closed
                 else f"{_where(url)} closed the connection before answering"
             )
-        except aiohttp.ClientPayloadError:
-            failure = TransportError(
+        if isinstance(exc, aiohttp.ClientPayloadError):
+            return TransportError(
                 _CLOSED_IN_FLIGHT if self._closed
                 else f"the answer from {_where(url)} was cut off or malformed before its end"
             )
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            failure = TransportError(self._connection_failure(exc, url))
-        except RuntimeError as exc:
+        if isinstance(exc, aiohttp.ClientError | OSError | ValueError):
+            return TransportError(self._connection_failure(exc, url))
+        if isinstance(exc, RuntimeError):
             if session.closed:
                 # aiohttp refuses a request on a closed session before sending anything; it
                 # checks that itself on every request, so it is not checked here as well.
-                failure = TransportError(
-                    "the HTTP session is closed", may_have_reached_server=False
-                )
-            else:
-                # An aiohttp session (so a client) serves the event loop it was first used in;
-                # from another loop, or once that loop closed, asyncio refuses its work.
-                failure = TransportError(
-                    f"the request could not be made from this event loop ({type(exc).__name__}"
-                    "): a client and its HTTP session serve the event loop they were first "
-                    "used in; make one client per event loop"
-                )
-        raise failure
+                return TransportError("the HTTP session is closed", may_have_reached_server=False)
+            # An aiohttp session (so a client) serves the event loop it was first used in;
+            # from another loop, or once that loop closed, asyncio refuses its work.
+            return TransportError(
+                f"the request could not be made from this event loop ({type(exc).__name__}"
+                "): a client and its HTTP session serve the event loop they were first "
+                "used in; make one client per event loop"
+            )
+        return None
 
     def _too_large(self, status: int) -> TransportError:
         return TransportError(

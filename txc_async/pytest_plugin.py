@@ -15,6 +15,11 @@ Configure them per test, class or module with markers, whose keywords go to the 
     @pytest.mark.txc_client(timeout=2.0, retry=txc_async.RetryPolicy(backoff_base=0.01))
     async def test_something(txc_client): ...
 
+Every test also meets its servers afresh: the process-wide estimates of servers' clocks (which
+clients of one server share, keyed by its address) are forgotten before each test, so that a
+sandbox on a port an earlier test's sandbox used (with another ``clock_offset``, say) is not taken
+for the same server. A client kept across tests keeps the estimate it holds.
+
 The fixtures are coroutines run by pytest-asyncio (``pip install pytest-asyncio``); they work in
 its ``auto`` and ``strict`` modes (in strict mode mark the tests ``@pytest.mark.asyncio``).
 """
@@ -26,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from . import _clock
 from ._client import Client
 from ._scheduler import InProcessLimiter
 from .sandbox import Sandbox
@@ -62,6 +68,16 @@ def _marker_options(request: pytest.FixtureRequest, name: str) -> dict[str, Any]
             )
         options.update(marker.kwargs)
     return options
+
+
+@pytest.fixture(autouse=True)
+def _txc_fresh_server_clocks() -> None:
+    """Every test starts with no estimate of any server's clock. Within a run, the process
+    keeps one per address for every client of it, as it should; but tests start servers on
+    addresses earlier tests' servers used, and an estimate must not carry over between them."""
+    with _clock._clocks_lock:
+        _clock._clocks.clear()
+        _clock._recent.clear()
 
 
 @_async_fixture
