@@ -105,7 +105,7 @@ async def test_backfill_checks_its_arguments(client: txc_async.Client) -> None:
         ({"start": None, "end": 5}, "start"),
         ({"start": 1, "end": 5, "concurrency": 0}, "concurrency"),
         ({"start": 1, "end": 5, "accounts": "acc"}, "accounts"),
-        ({"start": 1, "end": 5, "accounts": ["bad name"]}, "accounts"),
+        ({"start": 1, "end": 5, "accounts": ["bad\nname"]}, "accounts"),
     ]
     for kwargs, parameter in cases:
         with pytest.raises(InvalidParameterError) as caught:

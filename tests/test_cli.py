@@ -74,10 +74,10 @@ def test_a_bad_account_name_is_one_line(
     monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
     with pytest.raises(SystemExit) as caught:
         main(["backfill-rewards", "--start", "2024-01-01", "--end", "2024-01-02",
-              "--account", "bad name", "--out", str(tmp_path / "x.jsonl")])
+              "--account", "bad\tname", "--out", str(tmp_path / "x.jsonl")])
     err = capsys.readouterr().err
     assert caught.value.code == 2
-    assert err.startswith("txc-async: error: argument --account: 'bad name'")
+    assert err.startswith("txc-async: error: argument --account: 'bad\\tname'")
     assert err.count("\n") == 1 and not (tmp_path / "x.jsonl").exists()
 
 

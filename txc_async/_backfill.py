@@ -15,13 +15,7 @@ from ._errors import InvalidParameterError, named_iterator
 from ._ledger import RewardLedger, check_rewards
 from ._models import MiningReward
 from ._operations import Operation
-from ._validate import (
-    ACCOUNT_NAME,
-    ACCOUNT_NAME_RULE,
-    check_int_range,
-    check_pattern,
-    check_time_range,
-)
+from ._validate import check_account_filter, check_int_range, check_time_range
 from ._walk import REWARD_RECORDS, Page, RewardsCursor, WireReward, walk_rewards
 
 if TYPE_CHECKING:
@@ -215,9 +209,7 @@ def check_backfill_args(
             raise InvalidParameterError("accounts", "must be a list of account names")
         names = []
         for name in accounts:
-            check_pattern(
-                "accounts", name, ACCOUNT_NAME, f"each {ACCOUNT_NAME_RULE}"
-            )
+            check_account_filter(name, "accounts")
             if name not in names:
                 names.append(name)
         if not names:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -187,7 +188,9 @@ def _write_state(state_path: Path, state: _State) -> None:
 
 
 def _accounts_flag(accounts: Sequence[str]) -> str:
-    return " ".join(f"--account {a}" for a in accounts) if accounts else "every account"
+    return " ".join(f"--account {shlex.quote(a)}" for a in accounts) if accounts else (
+        "every account"
+    )
 
 
 def _reconcile(saved: _State, wanted: RewardPlan, fmt: Format, out: Path) -> RewardPlan:

@@ -40,7 +40,7 @@ from ._export import (
 )
 from ._limiter_url import check_limiter_url, default_limiter_url, limiter_from_url
 from ._ratelimit import Limiter
-from ._validate import ACCOUNT_NAME, ACCOUNT_NAME_RULE, MAX_UNIX_TIME
+from ._validate import MAX_UNIX_TIME, check_account_filter
 
 __all__ = ["main"]
 
@@ -145,9 +145,11 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _account(text: str) -> str:
-    if not ACCOUNT_NAME.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r}: {ACCOUNT_NAME_RULE}")
-    return text
+    try:
+        return check_account_filter(text)
+    except ValueError as exc:
+        problem = str(exc)
+    raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
 
 
 def _limiter(text: str) -> str:
