@@ -29,7 +29,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "collateral_stop_limit_order": ORDER_ARGS,
     "create_mining_account": {"name": "acc_1"},
     "mining_rewards": {"limit": 10},
-    "mining_hashrate": {"interval": "1h"},
+    "mining_hashrate": {"account": "acc_1", "interval": "1h"},
     "refresh_oauth_token": {"client_id": "c", "client_secret": "s", "refresh_token": "t"},
 }
 #: One argument each operation refuses before sending.
@@ -38,7 +38,7 @@ BAD_ARGUMENTS: dict[str, dict[str, Any]] = {
     "collateral_stop_limit_order": {**ORDER_ARGS, "amount": "-1"},
     "create_mining_account": {"name": "no spaces"},
     "mining_rewards": {"offset": -1},
-    "mining_hashrate": {"interval": "2h"},
+    "mining_hashrate": {"account": "acc_1", "interval": "2h"},
     "refresh_oauth_token": {"client_id": "", "client_secret": "s", "refresh_token": "t"},
 }
 
