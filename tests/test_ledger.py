@@ -82,7 +82,7 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
         records[0] | {"totalReward": "9.99", "date": START + day * DAY} for day in (3, 150, 299)
     ]
     records.extend(booked)
-    found = [(key, r) async for key, page in check_rewards(client, ledger, REWARD_RECORDS)
+    found = [(key, r) async for key, page in check_rewards(client._rewards_page, ledger, REWARD_RECORDS)
              for r in page]
     assert sorted(r.date for _, r in found) == [START + d * DAY for d in (3, 150, 299)]
     assert {key for key, _ in found} == {0}
@@ -93,7 +93,7 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
     assert used <= 60
     # Nothing more: a check of the same ledger costs one request per piece.
     before = len(requests_to(mocked, REWARDS_PATH))
-    assert [p async for p in check_rewards(client, ledger, REWARD_RECORDS)] == []
+    assert [p async for p in check_rewards(client._rewards_page, ledger, REWARD_RECORDS)] == []
     assert len(requests_to(mocked, REWARDS_PATH)) - before == 2
 
 
