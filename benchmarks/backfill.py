@@ -49,7 +49,7 @@ async def _job(client: txc_async.Client, fmt: str | None, folder: Path,
     # Imported here, so that the iterator's process holds only what the iterator needs.
     import msgspec
 
-    from txc_async._export import backfill_to_file, backfill_to_stream
+    from txc_async._export.run import backfill_to_file, backfill_to_stream
 
     if fmt == "jsonl-decimal":
         # The export as it was: typed records (Decimal amounts) encoded back to JSON.

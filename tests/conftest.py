@@ -242,8 +242,8 @@ REQUEST_PATHS = ["direct", "session.request"]
     params=[REQUEST_PATHS[0], pytest.param(REQUEST_PATHS[1], marks=pytest.mark.asyncio_only)]
 )
 def request_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    import txc_async._transport as transport
-    from txc_async._direct import DIRECT
+    import txc_async._transports.default as transport
+    from txc_async._transports.direct import DIRECT
 
     if request.param == "session.request":
         monkeypatch.setattr(

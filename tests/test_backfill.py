@@ -14,8 +14,8 @@ from aioresponses import aioresponses
 
 import txc_async
 from txc_async import InvalidParameterError
-from txc_async._backfill import plan_reward_jobs
-from txc_async._export import OutputFileError, backfill_to_file
+from txc_async._export.run import OutputFileError, backfill_to_file
+from txc_async._rewards.backfill import plan_reward_jobs
 
 from .conftest import make_rewards, requests_to, serve_rewards
 
@@ -255,8 +255,8 @@ async def test_a_file_of_another_backfill_is_refused(
 
 
 def test_every_record_maps_to_the_job_whose_range_holds_it() -> None:
-    from txc_async._backfill import RewardPlan
-    from txc_async._walk import WireReward
+    from txc_async._rewards.backfill import RewardPlan
+    from txc_async._rewards.walk import WireReward
 
     for accounts in ((), ("a", "b", "c")):
         plan = RewardPlan(START, START + 100 * DAY - 1, accounts, 7 * DAY,
@@ -321,8 +321,8 @@ async def test_a_run_through_another_name_of_the_same_output_is_refused(
 ) -> None:
     import os
 
-    from txc_async._export import OutputLockedError, _paths
-    from txc_async._lock import OutputLock
+    from txc_async._export.lock import OutputLock
+    from txc_async._export.run import OutputLockedError, _paths
 
     serve_rewards(mocked, make_rewards(accounts=2, days=10))
     real = tmp_path / "out.jsonl"
@@ -365,8 +365,8 @@ def test_a_new_output_is_locked_from_the_start_so_a_link_made_meanwhile_is_refus
 ) -> None:
     import os
 
-    from txc_async._export import OutputLockedError
-    from txc_async._lock import OutputLock
+    from txc_async._export.lock import OutputLock
+    from txc_async._export.run import OutputLockedError
 
     new = tmp_path / "a.jsonl"
     with OutputLock(tmp_path / "a.jsonl.lock", new):
@@ -380,7 +380,7 @@ def test_the_lock_of_an_output_that_is_a_pipe_never_blocks(tmp_path: Path) -> No
     import os
     import threading
 
-    from txc_async._lock import OutputLock
+    from txc_async._export.lock import OutputLock
 
     fifo = tmp_path / "rows.jsonl"
     os.mkfifo(fifo)

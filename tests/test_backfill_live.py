@@ -17,8 +17,8 @@ import pytest
 
 import txc_async
 from txc_async import RateLimit
-from txc_async._export import backfill_to_file
-from txc_async._lock import OutputLock
+from txc_async._export.lock import OutputLock
+from txc_async._export.run import backfill_to_file
 from txc_async.sandbox import Sandbox
 
 START = 1704067200  # 2024-01-01
@@ -168,7 +168,7 @@ async def test_a_run_cancelled_while_it_reads_its_output_keeps_the_lock_until_it
     """Reading (and repairing) what an earlier run left happens in a worker thread, which a
     cancellation cannot stop: the run holds the output's lock until that thread is done, so no
     other writer takes the output while it still reads or writes it."""
-    from txc_async import _export
+    from txc_async._export.run import run as _export
 
     finished: list[float] = []
     prepare = _export._prepare
@@ -376,7 +376,7 @@ async def test_shards_on_several_processes_sharing_redis_add_up_to_one_run(
 
 
 async def test_limiter_from_url(tmp_path: Path) -> None:
-    from txc_async._limiter_url import default_limiter_url
+    from txc_async._limiters.url import default_limiter_url
 
     assert isinstance(txc_async.limiter_from_url("memory://"), txc_async.InProcessLimiter)
     redis = txc_async.limiter_from_url("redis://127.0.0.1:6390/0")
@@ -483,9 +483,9 @@ async def test_todays_bookings_behind_the_walk_come_back_too(how: str) -> None:
 
 
 def _digests_of_output(out: Path, fmt: str) -> list[bytes]:
-    from txc_async._ledger import record_digest
-    from txc_async._parquet import read_part_rows
-    from txc_async._rowfile import read_rows
+    from txc_async._export.parquet import read_part_rows
+    from txc_async._export.rowfile import read_rows
+    from txc_async._rewards.ledger import record_digest
 
     rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)  # type: ignore[arg-type]
     return [record_digest(r) for r in rows]
@@ -494,15 +494,15 @@ def _digests_of_output(out: Path, fmt: str) -> list[bytes]:
 def _digests_of(records: list[dict[str, Any]]) -> set[bytes]:
     import msgspec
 
-    from txc_async._ledger import record_digest
-    from txc_async._walk import WireReward
+    from txc_async._rewards.ledger import record_digest
+    from txc_async._rewards.walk import WireReward
 
     return {record_digest(msgspec.convert(r, WireReward)) for r in records}
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet", "stream"])
 async def test_outputs_hold_rewards_booked_behind_the_walk_once(tmp_path: Path, fmt: str) -> None:
-    from txc_async._export import backfill_to_stream
+    from txc_async._export.run import backfill_to_stream
 
     out = tmp_path / ("rewards" if fmt in ("parquet", "stream") else f"rewards.{fmt}")
     async with Sandbox(mining_accounts=20, rewards_days=50, enforce_limits=False) as box:
@@ -534,8 +534,8 @@ async def test_outputs_hold_rewards_booked_behind_the_walk_once(tmp_path: Path, 
 def record_digest_of_line(line: bytes) -> bytes:
     import msgspec
 
-    from txc_async._ledger import record_digest
-    from txc_async._walk import WireReward
+    from txc_async._rewards.ledger import record_digest
+    from txc_async._rewards.walk import WireReward
 
     return record_digest(msgspec.json.decode(line, type=WireReward))
 

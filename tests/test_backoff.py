@@ -13,14 +13,14 @@ import pytest
 
 from txc_async import InProcessLimiter, Outcome, RateLimit
 from txc_async._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
-from txc_async._backoff import (
+from txc_async._limiters.backoff import (
     LEARNED_LIMIT_SECONDS,
     MAX_PAUSE,
     MIN_PAUSE,
     RefusalState,
     backoff_pause,
 )
-from txc_async._transport import RawResponse
+from txc_async._transports.default import RawResponse
 
 LIMIT = RateLimit(10, 1)
 

@@ -123,8 +123,8 @@ def test_dates_mean_whole_utc_days() -> None:
 
 
 def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:
-    from txc_async._rowfile import encode_jsonl
-    from txc_async._walk import WireReward
+    from txc_async._export.rowfile import encode_jsonl
+    from txc_async._rewards.walk import WireReward
 
     record = WireReward("acc", "0.10", "0.09", "0.01", "0.000001", "1 TH/s", 1704067200)
     (line,) = encode_jsonl([record]).splitlines()
@@ -201,7 +201,7 @@ async def test_progress_on_a_non_terminal_prints_plain_lines_and_ends_at_100() -
     import io
 
     from txc_async import Client
-    from txc_async._export import BackfillProgress
+    from txc_async._export.run import BackfillProgress
     from txc_async.cli import Progress
 
     async with Client(base_url="http://127.0.0.1:9") as client:
@@ -227,7 +227,7 @@ async def test_progress_says_when_it_waits_for_rate_limit_budget() -> None:
     import time
 
     from txc_async import Client, RateLimit
-    from txc_async._export import BackfillProgress
+    from txc_async._export.run import BackfillProgress
     from txc_async.cli import Progress
 
     async with Client(base_url="http://127.0.0.1:9",
@@ -452,7 +452,7 @@ async def test_progress_on_a_terminal_is_redrawn_while_no_page_arrives() -> None
     import io
 
     from txc_async import Client
-    from txc_async._export import BackfillProgress
+    from txc_async._export.run import BackfillProgress
     from txc_async.cli import Progress
 
     async with Client(base_url="http://127.0.0.1:9") as client:

@@ -79,7 +79,7 @@ def reward(date: int, account: str = "acc_1") -> dict[str, Any]:
 
 
 def test_signature_known_answer() -> None:
-    from txc_async._signing import NonceSource, Signer
+    from txc_async._time.nonces import NonceSource, Signer
 
     signer = Signer("test-key", "test-secret", NonceSource())
     body, headers = signer.sign(
@@ -102,8 +102,8 @@ def test_signature_known_answer() -> None:
 
 
 def test_nonces_are_milliseconds_and_strictly_increasing() -> None:
-    from txc_async._clock import ServerClock
-    from txc_async._signing import NonceSource
+    from txc_async._time.clock import ServerClock
+    from txc_async._time.nonces import NonceSource
 
     clock = ManualClock(wall=1_700_000_000.0)
     source = NonceSource(ServerClock(clock))
@@ -114,8 +114,8 @@ def test_nonces_are_milliseconds_and_strictly_increasing() -> None:
 
 
 async def test_nonce_source_waits_instead_of_running_far_ahead() -> None:
-    from txc_async._clock import ServerClock
-    from txc_async._signing import MAX_NONCE_LEAD_MS, NonceSource
+    from txc_async._time.clock import ServerClock
+    from txc_async._time.nonces import MAX_NONCE_LEAD_MS, NonceSource
 
     clock = ManualClock(wall=1_000.0)
     source = NonceSource(ServerClock(clock), sleep=clock.sleep)
@@ -127,7 +127,7 @@ async def test_nonce_source_waits_instead_of_running_far_ahead() -> None:
 
 
 def test_one_nonce_source_per_key_in_the_process() -> None:
-    from txc_async._signing import nonce_source_for
+    from txc_async._time.nonces import nonce_source_for
 
     assert nonce_source_for("k1") is nonce_source_for("k1")
     assert nonce_source_for("k1") is not nonce_source_for("k2")

@@ -17,7 +17,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from txc_async import RequestTimeout, TransportError
-from txc_async._transport import AiohttpTransport
+from txc_async._transports.default import AiohttpTransport
 
 from ._raw_server import serve
 from .test_error_chain import reachable_text

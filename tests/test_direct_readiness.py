@@ -17,7 +17,7 @@ from yarl import URL
 
 import txc_async
 from txc_async import TransportError, _direct
-from txc_async._transport import AiohttpTransport
+from txc_async._transports.default import AiohttpTransport
 from txc_async.sandbox import Sandbox
 
 from ._raw_server import serve

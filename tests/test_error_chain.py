@@ -31,7 +31,7 @@ from txc_async import (
     TxcError,
     ValidationError,
 )
-from txc_async._transport import RawResponse
+from txc_async._transports.default import RawResponse
 from txc_async.sandbox import Sandbox
 
 from .test_properties import MemoryTransport

@@ -1,4 +1,4 @@
-"""The check that ends every walk of mining rewards (``txc_async._ledger``)."""
+"""The check that ends every walk of mining rewards (``txc_async._rewards.ledger``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 from aioresponses import aioresponses
 
 import txc_async
-from txc_async._ledger import RewardLedger, check_rewards, record_digest
+from txc_async._export.parquet import read_part_rows
+from txc_async._export.rowfile import read_rows
 from txc_async._models import MiningReward
-from txc_async._parquet import read_part_rows
-from txc_async._rowfile import read_rows
-from txc_async._walk import MAX_OFFSET, REWARD_RECORDS, WireReward
+from txc_async._rewards.ledger import RewardLedger, check_rewards, record_digest
+from txc_async._rewards.walk import MAX_OFFSET, REWARD_RECORDS, WireReward
 
 from .conftest import BASE, decode_signed, make_rewards, requests_to, serve_rewards
 
@@ -82,7 +82,7 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
         records[0] | {"totalReward": "9.99", "date": START + day * DAY} for day in (3, 150, 299)
     ]
     records.extend(booked)
-    found = [(key, r) async for key, page in check_rewards(client, ledger, REWARD_RECORDS)
+    found = [(key, r) async for key, page in check_rewards(client._rewards_page, ledger, REWARD_RECORDS)
              for r in page]
     assert sorted(r.date for _, r in found) == [START + d * DAY for d in (3, 150, 299)]
     assert {key for key, _ in found} == {0}
@@ -93,7 +93,7 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
     assert used <= 60
     # Nothing more: a check of the same ledger costs one request per piece.
     before = len(requests_to(mocked, REWARDS_PATH))
-    assert [p async for p in check_rewards(client, ledger, REWARD_RECORDS)] == []
+    assert [p async for p in check_rewards(client._rewards_page, ledger, REWARD_RECORDS)] == []
     assert len(requests_to(mocked, REWARDS_PATH)) - before == 2
 
 
@@ -161,7 +161,7 @@ def _odd_spellings() -> list[dict[str, Any]]:
 async def test_an_amount_keeps_its_spelling_whatever_its_page_holds(
     mocked: aioresponses, client: txc_async.Client, tmp_path: Path, fmt: str
 ) -> None:
-    from txc_async._export import backfill_to_file, backfill_to_stream
+    from txc_async._export.run import backfill_to_file, backfill_to_stream
 
     records = _odd_spellings()
     # Booked behind the walk: the check reads the newer date again, in other pages.
@@ -190,7 +190,7 @@ async def test_an_amount_keeps_its_spelling_whatever_its_page_holds(
 async def test_records_alike_in_every_field_are_one_reward(
     mocked: aioresponses, client: txc_async.Client, how: str
 ) -> None:
-    from txc_async._export import backfill_to_stream
+    from txc_async._export.run import backfill_to_stream
 
     date = START + DAY
     # 150 records at one date, a page boundary among them, and a pair alike at each end of it.
@@ -211,8 +211,8 @@ async def test_records_alike_in_every_field_are_one_reward(
 async def test_a_csv_output_refuses_a_line_break_in_a_text_field(
     mocked: aioresponses, client: txc_async.Client, tmp_path: Path
 ) -> None:
-    from txc_async._export import backfill_to_file
-    from txc_async._rowfile import OutputFileError
+    from txc_async._export.rowfile import OutputFileError
+    from txc_async._export.run import backfill_to_file
 
     serve_rewards(mocked, [_rec("acc_a", START) | {"hashRate": "1 TH/s\r"}])
     with pytest.raises(OutputFileError, match=r"hashRate .* holds a line break.*--format jsonl"):
@@ -221,7 +221,7 @@ async def test_a_csv_output_refuses_a_line_break_in_a_text_field(
 
 
 def test_a_records_spelling_does_not_depend_on_its_neighbours_shapes() -> None:
-    from txc_async._walk import WIRE_RECORDS
+    from txc_async._rewards.walk import WIRE_RECORDS
 
     x = _rec("acc_x", START, reward="00.5")
     odd = [_rec("acc_n", START) | {"fee": 0}, _rec("acc_s", START) | {"date": str(START)},
@@ -246,7 +246,7 @@ def test_a_records_spelling_does_not_depend_on_its_neighbours_shapes() -> None:
 async def test_rewards_spelled_apart_are_two_on_every_path(
     mocked: aioresponses, client: txc_async.Client, how: str
 ) -> None:
-    from txc_async._export import backfill_to_stream
+    from txc_async._export.run import backfill_to_stream
 
     # The server writes the same amount two ways: as it writes them, they are two rewards.
     records = [_rec("acc_a", START + DAY) | {"totalReward": total} for total in ("1.5", "1.50")]
@@ -265,7 +265,7 @@ async def test_rewards_spelled_apart_are_two_on_every_path(
 
 
 def test_an_amount_with_a_huge_exponent_keeps_it() -> None:
-    from txc_async._walk import WIRE_RECORDS
+    from txc_async._rewards.walk import WIRE_RECORDS
 
     body = msgspec.json.encode({"offset": 0, "limit": 100, "data": [
         _rec("acc_a", START) | {"totalReward": "1E+10000000", "fee": "2.5E-3"}]})
@@ -288,6 +288,6 @@ def test_an_amount_with_a_huge_exponent_keeps_it() -> None:
 def test_a_page_is_the_last_when_shorter_than_its_limit(
     count: int, asked: int, used: int, last: bool
 ) -> None:
-    from txc_async._walk import is_last
+    from txc_async._rewards.walk import is_last
 
     assert is_last([None] * count, asked, used) is last

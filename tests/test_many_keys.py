@@ -15,7 +15,7 @@ PROGRAM = textwrap.dedent(
     from collections.abc import Mapping
 
     import txc_async
-    from txc_async._transport import RawResponse
+    from txc_async._transports.default import RawResponse
 
     KEYS = int(sys.argv[1])
     ANSWER = RawResponse(200, {"Date": "Sun, 22 Nov 2026 12:00:00 GMT"},
@@ -55,8 +55,8 @@ PROGRAM = textwrap.dedent(
         time.sleep(0.5)  # every window has passed
         await one(KEYS)  # a new key looks for budgets to drop
         gc.collect()
-        budgets = len(txc_async._scheduler.default_limiter()._budgets)
-        sources = len(txc_async._signing._sources)
+        budgets = len(txc_async._limiters.memory.default_limiter()._budgets)
+        sources = len(txc_async._time.nonces._sources)
         print(rss_mb() - before, budgets, sources)
 
 
@@ -82,7 +82,7 @@ def test_a_floor_written_while_passed_floors_are_dropped_stays(
 ) -> None:
     """A nonce source's finalizer records its floor whenever the garbage collector frees it,
     including while passed floors are being dropped: the floor it writes is kept."""
-    from txc_async import _signing
+    from txc_async._time import nonces as _signing
 
     class Finalizing:
         """A clock whose reading lets a finalizer run, as an allocation may."""

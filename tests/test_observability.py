@@ -160,7 +160,7 @@ async def test_with_options_timeout_applies_to_the_exchange(mocked: aioresponses
 async def test_from_env_reads_the_limiter_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TXC_LIMITER", "memory://")
     async with txc_async.Client.from_env(base_url=BASE) as client:
-        assert client._pipeline.limiter is txc_async._scheduler.default_limiter()
+        assert client._pipeline.limiter is txc_async._limiters.memory.default_limiter()
     monkeypatch.setenv("TXC_LIMITER", "carrier-pigeon://coop")
     with pytest.raises(InvalidParameterError, match="TXC_LIMITER: unknown limiter URL"):
         txc_async.Client.from_env(base_url=BASE)

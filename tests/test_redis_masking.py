@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("redis")
 
 from txc_async import RateLimit, RedisLimiter, TransportError
-from txc_async._redis_limiter import _passwords, _safe_url
+from txc_async._limiters.redis import _passwords, _safe_url
 
 from .test_error_chain import reachable_text
 

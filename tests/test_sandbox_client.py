@@ -167,7 +167,7 @@ async def test_a_timeout_of_five_seconds_or_more_is_not_rounded_up(
 
     from yarl import URL
 
-    from txc_async._transport import AiohttpTransport
+    from txc_async._transports.default import AiohttpTransport
 
     sandbox.faults.add("/api/v4/public/ping", "slow", delay=10.0)
     transport = AiohttpTransport()
@@ -362,7 +362,7 @@ async def test_the_client_s_own_session_writes_on_its_connections_unless_a_mock_
     it, so that a user's mocked tests see every request of the client."""
     from aioresponses import aioresponses
 
-    from txc_async._direct import DIRECT
+    from txc_async._transports.direct import DIRECT
 
     if not DIRECT:
         pytest.skip("this aiohttp's parts cannot make an exchange alone")
@@ -419,7 +419,7 @@ async def test_a_request_that_had_a_connection_is_never_connected_again_nor_unse
     request ends as the first ended), and the request never counts as unsent."""
     import aiohttp
 
-    from txc_async._transport import AiohttpTransport, _Connector, _request_record
+    from txc_async._transports.default import AiohttpTransport, _Connector, _request_record
 
     opened: list[int] = []
 
@@ -516,7 +516,7 @@ async def test_a_fresh_process_finding_a_shared_counter_far_ahead_asks_the_serve
     hour, then draws within the service's window."""
     import sqlite3
 
-    from txc_async._clock import SystemClock
+    from txc_async._time.clock import SystemClock
 
     path = tmp_path / "limits.sqlite"
     # Its own local clock: an estimate of the sandbox's clock no other test has fed.
@@ -714,7 +714,7 @@ async def test_a_nonce_too_old_after_a_wait_for_a_connection_is_never_sent(
     for the next one instead of sending the old one."""
     import aiohttp
 
-    from txc_async._clock import MAX_NONCE_AGE_MS
+    from txc_async._time.clock import MAX_NONCE_AGE_MS
 
     from .conftest import nonce_lateness
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import txc_async
 from txc_async import Admission, InProcessLimiter, Outcome, RateLimit
-from txc_async._scheduler import default_limiter
+from txc_async._limiters.memory import default_limiter
 
 from ._arrival_server import max_in_window
 

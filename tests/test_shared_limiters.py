@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from txc_async import Limiter, Outcome, RateLimit, RedisLimiter, SQLiteLimiter
-from txc_async._clock import NONCE_WINDOW_MS, NonceClock, ServerClock
+from txc_async._time.clock import NONCE_WINDOW_MS, NonceClock, ServerClock
 
 from ._arrival_server import ArrivalServer, excess
 from ._clocks import clock_ms
@@ -372,7 +372,7 @@ async def test_limiters_sharing_a_key_draw_distinct_increasing_nonces(
 
 class BoundedClock:
     """A nonce clock that answers have bounded: the server's time is ``offset`` ms from this
-    machine's, give or take ``half`` ms (what ``txc_async._clock.NonceClock`` gives)."""
+    machine's, give or take ``half`` ms (what ``txc_async._time.clock.NonceClock`` gives)."""
 
     def __init__(self, offset: int = 0, half: int = 50) -> None:
         self.offset, self.half = offset, half
@@ -514,7 +514,7 @@ async def test_a_nonce_drawn_before_a_long_wait_for_a_connection_is_drawn_again(
     import aiohttp
 
     import txc_async
-    from txc_async._clock import MAX_NONCE_AGE_MS
+    from txc_async._time.clock import MAX_NONCE_AGE_MS
     from txc_async.sandbox import Sandbox
 
     from .conftest import nonce_lateness

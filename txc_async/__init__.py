@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from . import _client, _models, _ratelimit
-from ._backfill import backfill_mining_rewards
+from . import _client, _models
 from ._client import Client
-from ._clock import LocalClock
 from ._errors import (
     AnswerFormatError,
     ApiError,
@@ -23,7 +21,12 @@ from ._errors import (
     TxcError,
     ValidationError,
 )
-from ._limiter_url import limiter_from_url
+from ._limiters import base as _limiters_base
+from ._limiters.base import Admission, Limiter, Outcome, RateLimit
+from ._limiters.memory import InProcessLimiter
+from ._limiters.redis import RedisLimiter
+from ._limiters.sqlite import SQLiteLimiter
+from ._limiters.url import limiter_from_url
 from ._models import (
     CollateralOrder,
     FixedPlan,
@@ -45,12 +48,10 @@ from ._models import (
     Side,
 )
 from ._pipeline import RequestRecord
-from ._ratelimit import Admission, Limiter, Outcome, RateLimit
-from ._redis_limiter import RedisLimiter
 from ._retry import RetryPolicy
-from ._scheduler import InProcessLimiter
-from ._sqlite_limiter import SQLiteLimiter
+from ._rewards.backfill import backfill_mining_rewards
 from ._stats import ClientStats
+from ._time.clock import LocalClock
 from ._version import __version__
 
 # Names defined in private modules, documented where users find them.
@@ -59,7 +60,7 @@ DEFAULT_BASE_URL = _client.DEFAULT_BASE_URL
 """The service's address, ``https://whitebit.com``: the default ``base_url`` of :class:`Client`."""
 EU_BASE_URL = _client.EU_BASE_URL
 """The regional EU deployment of the API, ``https://whitebit.eu`` (the same paths)."""
-DEFAULT_RATE_LIMITS = _ratelimit.DEFAULT_RATE_LIMITS
+DEFAULT_RATE_LIMITS = _limiters_base.DEFAULT_RATE_LIMITS
 """The limit of every scope, as the service documents it: what ``Client(rate_limits=...)``
 overrides."""
 SideLiteral: TypeAlias = _models.SideLiteral

@@ -20,14 +20,15 @@ from typing import Any, Self, TypeVar, get_args
 import aiohttp
 from yarl import URL
 
-from ._clock import SYSTEM_CLOCK, LocalClock, server_clock_for
 from ._errors import (
     InvalidParameterError,
     TxcError,
     client_closed,
     name_operations,
 )
-from ._limiter_url import limiter_from_url
+from ._limiters.base import Limiter, RateLimit, merge_rate_limits
+from ._limiters.memory import default_limiter
+from ._limiters.url import limiter_from_url
 from ._models import (
     CollateralOrder,
     Hashrate,
@@ -58,12 +59,12 @@ from ._operations import (
     Operation,
 )
 from ._pipeline import Pipeline, RequestRecord
-from ._ratelimit import Limiter, RateLimit, merge_rate_limits
 from ._retry import RetryPolicy
-from ._scheduler import default_limiter
-from ._signing import Signer, key_fingerprint, nonce_source_for
+from ._rewards.walk import is_last
 from ._stats import ClientStats
-from ._transport import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport, Transport
+from ._time.clock import SYSTEM_CLOCK, LocalClock, server_clock_for
+from ._time.nonces import Signer, key_fingerprint, nonce_source_for
+from ._transports.default import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport, Transport
 from ._validate import (
     ACCOUNT_NAME,
     ACCOUNT_NAME_RULE,
@@ -77,7 +78,6 @@ from ._validate import (
     check_text,
     check_time_range,
 )
-from ._walk import is_last
 
 __all__ = ["DEFAULT_BASE_URL", "EU_BASE_URL", "Client"]
 
@@ -631,8 +631,8 @@ class Client:
         server holds in the range when the check begins comes back, including any booked behind
         the walk while it ran. Without ``end`` the range ends now.
         """
-        from ._ledger import every_reward
-        from ._walk import REWARD_RECORDS
+        from ._rewards.ledger import every_reward
+        from ._rewards.walk import REWARD_RECORDS
 
         params = _reward_filters(account, start, end)
         if "to" not in params:
@@ -640,7 +640,7 @@ class Client:
             if params.get("from", 0) > now:
                 raise InvalidParameterError("start", "must not be after end (without end: now)")
             params["to"] = now
-        async for page in every_reward(self, params, REWARD_RECORDS):
+        async for page in every_reward(self._rewards_page, params, REWARD_RECORDS):
             for record in page:
                 yield record
 

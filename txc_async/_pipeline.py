@@ -19,7 +19,6 @@ import aiohttp
 from yarl import URL
 
 from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
-from ._clock import NonceClock, ServerClock, nonce_refusal_error
 from ._errors import (
     ApiError,
     InvalidParameterError,
@@ -29,12 +28,13 @@ from ._errors import (
     client_closed,
     mask_secrets,
 )
+from ._limiters.base import Limiter, Outcome, RateLimit
 from ._operations import OPERATIONS, PING, Auth, Operation
-from ._ratelimit import Limiter, Outcome, RateLimit
 from ._retry import RetryPolicy
-from ._signing import Signer
 from ._stats import ClientStats
-from ._transport import ConnectionSlots, RawResponse, Transport
+from ._time.clock import NonceClock, ServerClock, nonce_refusal_error
+from ._time.nonces import Signer
+from ._transports.default import ConnectionSlots, RawResponse, Transport
 from ._version import __version__
 
 __all__ = ["Pipeline", "RequestRecord", "default_user_agent"]

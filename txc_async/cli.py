@@ -29,7 +29,7 @@ from tqdm import tqdm
 from . import __version__
 from ._client import Client
 from ._errors import TxcError
-from ._export import (
+from ._export.run import (
     FORMATS,
     BackfillProgress,
     BackfillSummary,
@@ -38,8 +38,8 @@ from ._export import (
     backfill_to_stream,
     format_moment,
 )
-from ._limiter_url import check_limiter_url, default_limiter_url, limiter_from_url
-from ._ratelimit import Limiter
+from ._limiters.base import Limiter
+from ._limiters.url import check_limiter_url, default_limiter_url, limiter_from_url
 from ._validate import MAX_UNIX_TIME, check_account_filter
 
 __all__ = ["main"]

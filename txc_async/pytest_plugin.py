@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
-from . import _clock
 from ._client import Client
-from ._scheduler import InProcessLimiter
+from ._limiters.memory import InProcessLimiter
+from ._time import clock as _clock
 from .sandbox import Sandbox
 
 try:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import msgspec
 from aiohttp import web
 
-from .._ratelimit import RateLimit
+from .._limiters.base import RateLimit
 from ._data import InvestmentBook, RewardBook, mix
 
 __all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]

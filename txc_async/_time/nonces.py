@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ._clock import MAX_NONCE_LEAD_MS, ServerClock
+from .clock import MAX_NONCE_LEAD_MS, ServerClock
 
 __all__ = ["MAX_NONCE_LEAD_MS", "NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
 

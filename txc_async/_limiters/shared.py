@@ -16,10 +16,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from ._backoff import RefusalState
-from ._clock import known_ceiling
-from ._ratelimit import Admission, Outcome, RateLimit
-from ._scheduler import FifoTurns, _wake, sleep_unless_woken
+from .._time.clock import known_ceiling
+from .backoff import RefusalState
+from .base import Admission, Outcome, RateLimit
+from .memory import FifoTurns, _wake, sleep_unless_woken
 
 __all__ = ["IN_FLIGHT_RECHECK", "Budget", "Entry", "SharedLimiter", "Verdict"]
 

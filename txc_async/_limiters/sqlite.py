@@ -25,12 +25,12 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from ._backoff import MAX_PAUSE
-from ._clock import known_ceiling
-from ._errors import TransportError
-from ._ratelimit import Admission, Outcome, RateLimit
-from ._shared_limiter import Budget, Entry, SharedLimiter, Verdict
-from ._signing import MAX_NONCE_LEAD_MS
+from .._errors import TransportError
+from .._time.clock import known_ceiling
+from .._time.nonces import MAX_NONCE_LEAD_MS
+from .backoff import MAX_PAUSE
+from .base import Admission, Outcome, RateLimit
+from .shared import Budget, Entry, SharedLimiter, Verdict
 
 __all__ = ["SQLiteLimiter"]
 

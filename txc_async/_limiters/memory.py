@@ -21,8 +21,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from ._backoff import RefusalState
-from ._ratelimit import Admission, Outcome, RateLimit
+from .backoff import RefusalState
+from .base import Admission, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from ._errors import TxcError
+from .._errors import TxcError
 
 __all__ = ["OutputLock", "OutputLockedError"]
 

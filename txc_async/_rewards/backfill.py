@@ -9,17 +9,21 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from ._errors import InvalidParameterError, named_iterator
-from ._ledger import RewardLedger, check_rewards
-from ._models import MiningReward
-from ._operations import Operation
-from ._validate import check_account_filter, check_int_range, check_time_range
-from ._walk import REWARD_RECORDS, Page, RewardsCursor, WireReward, walk_rewards
-
-if TYPE_CHECKING:
-    from ._client import Client
+from .._errors import InvalidParameterError, named_iterator
+from .._models import MiningReward
+from .._operations import Operation
+from .._validate import check_account_filter, check_int_range, check_time_range
+from .ledger import RewardLedger, check_rewards
+from .walk import (
+    REWARD_RECORDS,
+    Page,
+    RewardsClient,
+    RewardsCursor,
+    WireReward,
+    walk_rewards,
+)
 
 __all__ = [
     "RewardJob",
@@ -137,7 +141,7 @@ _DONE = object()
 
 
 async def run_reward_jobs(
-    client: Client,
+    client: RewardsClient,
     jobs: Iterable[RewardJob],
     *,
     concurrency: int,
@@ -160,7 +164,7 @@ async def run_reward_jobs(
             while pending:
                 job = pending.popleft()
                 cursor = resume.pop(job.index, None) or RewardsCursor(job.params())
-                async for page in walk_rewards(client, cursor, records):
+                async for page in walk_rewards(client._rewards_page, cursor, records):
                     await queue.put((job, page, False))
                 await queue.put((job, [], True))
         except asyncio.CancelledError:
@@ -222,7 +226,7 @@ def check_backfill_args(
 
 @named_iterator
 async def backfill_mining_rewards(
-    client: Client,
+    client: RewardsClient,
     *,
     start: int | datetime,
     end: int | datetime,
@@ -252,6 +256,6 @@ async def backfill_mining_rewards(
         ledger.add(job.index, page)
         for record in page:
             yield record
-    async for _key, fresh in check_rewards(client, ledger, REWARD_RECORDS):
+    async for _key, fresh in check_rewards(client._rewards_page, ledger, REWARD_RECORDS):
         for record in fresh:
             yield record

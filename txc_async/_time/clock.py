@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ._errors import AuthenticationError, TransportError, TxcError
+from .._errors import AuthenticationError, TransportError, TxcError
 
 __all__ = [
     "MAX_NONCE_LEAD_MS",

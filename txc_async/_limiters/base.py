@@ -59,7 +59,7 @@ SCOPES: frozenset[str] = frozenset(DEFAULT_RATE_LIMITS)
 
 def merge_rate_limits(overrides: Mapping[str, RateLimit] | None) -> dict[str, RateLimit]:
     """The default limits with ``overrides`` applied; unknown scopes and bad values are refused."""
-    from ._errors import InvalidParameterError
+    from .._errors import InvalidParameterError
 
     merged = dict(DEFAULT_RATE_LIMITS)
     if overrides is not None and not isinstance(overrides, Mapping):

@@ -21,7 +21,8 @@ from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from ._direct import (
+from .._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
+from .direct import (
     DirectExchange,
     MalformedAnswer,
     NotReady,
@@ -29,7 +30,6 @@ from ._direct import (
     bodyless,
     read_body,
 )
-from ._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
 

@@ -16,7 +16,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 
-from ._ratelimit import RateLimit
+from .base import RateLimit
 
 __all__ = [
     "BACKOFF_START",

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ._ratelimit import Limiter
-from ._redis_limiter import RedisLimiter
-from ._scheduler import default_limiter
-from ._sqlite_limiter import SQLiteLimiter
+from .base import Limiter
+from .memory import default_limiter
+from .redis import RedisLimiter
+from .sqlite import SQLiteLimiter
 
 __all__ = ["check_limiter_url", "default_limiter_url", "limiter_from_url"]
 

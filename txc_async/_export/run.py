@@ -17,16 +17,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 import msgspec
 
-from ._backfill import RewardJob, RewardPlan, check_backfill_args, run_reward_jobs
-from ._errors import InvalidParameterError
-from ._ledger import RewardLedger, check_rewards
-from ._lock import OutputLock, OutputLockedError
-from ._parquet import PartWriter, load_pyarrow, part_files, read_part_rows
-from ._rowfile import (
+from .._errors import InvalidParameterError
+from .._rewards.backfill import RewardJob, RewardPlan, check_backfill_args, run_reward_jobs
+from .._rewards.ledger import RewardLedger, check_rewards
+from .._rewards.walk import WIRE_RECORDS, RewardsClient, RewardsCursor, WireReward
+from .lock import OutputLock, OutputLockedError
+from .parquet import PartWriter, load_pyarrow, part_files, read_part_rows
+from .rowfile import (
     CSV_COLUMNS,
     OutputFileError,
     RowFile,
@@ -36,10 +37,6 @@ from ._rowfile import (
     ends_whole,
     read_rows,
 )
-from ._walk import WIRE_RECORDS, RewardsCursor, WireReward
-
-if TYPE_CHECKING:
-    from ._client import Client
 
 __all__ = [
     "BackfillProgress",
@@ -415,7 +412,7 @@ def _check(fmt: object, shard: object) -> tuple[Format, tuple[int, int]]:
 
 
 async def backfill_to_file(
-    client: Client,
+    client: RewardsClient,
     *,
     start: int,
     end: int,
@@ -468,7 +465,7 @@ async def _in_thread_to_its_end(func: Callable[..., _T], *args: Any) -> _T:
 
 
 async def _run(
-    client: Client, path: Path, fmt: Format, state_path: Path, prepared: _Prepared,
+    client: RewardsClient, path: Path, fmt: Format, state_path: Path, prepared: _Prepared,
     mine: Sequence[RewardJob], concurrency: int,
     on_progress: Callable[[BackfillProgress], None] | None,
 ) -> BackfillSummary:
@@ -581,7 +578,7 @@ def _output_ledger(
 
 
 async def _check_output(
-    client: Client, ledger: RewardLedger[WireReward], done: dict[int, int | None],
+    client: RewardsClient, ledger: RewardLedger[WireReward], done: dict[int, int | None],
     state: BinaryIO, rows_file: RowFile | None, parts: PartWriter | None,
     progress: BackfillProgress, accounts: set[str],
     on_progress: Callable[[BackfillProgress], None] | None,
@@ -589,7 +586,7 @@ async def _check_output(
     """The check (see ``_ledger``) over every piece the output holds, once every piece is
     written: rewards booked behind the walks while they ran are appended, and the state says the
     check ran. The ledger holds 24 bytes per row (its date and digest)."""
-    async for key, fresh in check_rewards(client, ledger, WIRE_RECORDS):
+    async for key, fresh in check_rewards(client._rewards_page, ledger, WIRE_RECORDS):
         assert isinstance(key, int)
         index = key
         if parts is not None:
@@ -611,7 +608,7 @@ async def _check_output(
 
 
 async def backfill_to_stream(
-    client: Client,
+    client: RewardsClient,
     *,
     start: int,
     end: int,
@@ -654,7 +651,7 @@ async def backfill_to_stream(
             progress.measure(coverage)
             on_progress(progress)
     # Rewards booked behind the walks while they ran (see ``_ledger``).
-    async for _key, fresh in check_rewards(client, ledger, WIRE_RECORDS):
+    async for _key, fresh in check_rewards(client._rewards_page, ledger, WIRE_RECORDS):
         stream.write(encode_jsonl(fresh))
         stream.flush()
         progress.records += len(fresh)

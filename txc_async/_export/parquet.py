@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._errors import TxcError
-from ._walk import WireReward
+from .._errors import TxcError
+from .._rewards.walk import WireReward
 
 __all__ = ["DECIMAL_TYPE", "PartWriter", "load_pyarrow", "part_files", "read_part_rows", "schema"]
 

@@ -12,8 +12,8 @@ from typing import BinaryIO, Literal
 
 import msgspec
 
-from ._errors import TxcError
-from ._walk import WireReward
+from .._errors import TxcError
+from .._rewards.walk import WireReward
 
 __all__ = [
     "CSV_COLUMNS",

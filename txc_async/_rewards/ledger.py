@@ -34,15 +34,12 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 import msgspec
 
-from ._operations import Operation
-from ._walk import MAX_OFFSET, Page, R, RewardsCursor, fixed_fields, walk_rewards
-
-if TYPE_CHECKING:
-    from ._client import Client
+from .._operations import Operation
+from .walk import MAX_OFFSET, FetchPage, Page, R, RewardsCursor, fixed_fields, walk_rewards
 
 __all__ = [
     "CHECK_PASSES",
@@ -225,22 +222,22 @@ def _span(base: dict[str, Any], lo: int | None, hi: int | None) -> dict[str, Any
 
 
 async def _holds_more(
-    client: Client, piece: Sequence[_Segment], count: int, records: Operation[Page[R]]
+    fetch: FetchPage, piece: Sequence[_Segment], count: int, records: Operation[Page[R]]
 ) -> bool:
     """Whether the server holds more records in ``piece`` than the ``count`` returned there."""
     params = _span(piece[0].range.base, piece[-1].lo, piece[0].hi)
-    page = await client._rewards_page(records, params | {"offset": count, "limit": 1})
+    page = await fetch(records, params | {"offset": count, "limit": 1})
     return bool(page)
 
 
-async def _read_again(client: Client, segment: _Segment, records: Operation[Page[R]]
+async def _read_again(fetch: FetchPage, segment: _Segment, records: Operation[Page[R]]
                       ) -> list[R]:
     """The records of ``segment`` that were not returned before (now recorded as returned)."""
     rng = segment.range
     returned = rng.returned(segment.lo, segment.hi)
     fresh: list[R] = []
     cursor: RewardsCursor[R] = RewardsCursor(_span(rng.base, segment.lo, segment.hi))
-    async for page in walk_rewards(client, cursor, records):
+    async for page in walk_rewards(fetch, cursor, records):
         for record in page:
             digest = rng.digest(record)
             if digest not in returned:
@@ -251,26 +248,26 @@ async def _read_again(client: Client, segment: _Segment, records: Operation[Page
 
 
 async def _search(
-    client: Client, piece: Sequence[_Segment], records: Operation[Page[R]], *, known: bool
+    fetch: FetchPage, piece: Sequence[_Segment], records: Operation[Page[R]], *, known: bool
 ) -> list[tuple[Hashable, list[R]]]:
     """What ``piece`` holds that was not returned (``known``: it holds something)."""
     count = sum(s.count for s in piece)
     if not known and count <= MAX_OFFSET:
-        known = await _holds_more(client, piece, count, records)
+        known = await _holds_more(fetch, piece, count, records)
         if not known:
             return []
     if len(piece) == 1:
-        fresh = await _read_again(client, piece[0], records)
+        fresh = await _read_again(fetch, piece[0], records)
         return [(piece[0].range.key, fresh)] if fresh else []
     middle = len(piece) // 2
-    newer = await _search(client, piece[:middle], records, known=False)
+    newer = await _search(fetch, piece[:middle], records, known=False)
     # Records are never removed: when the newer half holds nothing new, the older one does.
-    older = await _search(client, piece[middle:], records, known=not newer)
+    older = await _search(fetch, piece[middle:], records, known=not newer)
     return newer + older
 
 
 async def check_rewards(
-    client: Client, ledger: RewardLedger[R], records: Operation[Page[R]]
+    fetch: FetchPage, ledger: RewardLedger[R], records: Operation[Page[R]]
 ) -> AsyncIterator[tuple[Hashable, list[R]]]:
     """``(range key, records)`` for every reward the server holds in the ledger's ranges that
     was not returned: see the module's description. The ledger records them as returned."""
@@ -278,7 +275,7 @@ async def check_rewards(
 
     async def search(piece: list[_Segment]) -> list[tuple[Hashable, list[R]]]:
         async with gate:
-            return await _search(client, piece, records, known=False)
+            return await _search(fetch, piece, records, known=False)
 
     for _ in range(CHECK_PASSES):
         found = False
@@ -298,16 +295,16 @@ async def check_rewards(
 
 
 async def every_reward(
-    client: Client, params: dict[str, Any], records: Operation[Page[R]]
+    fetch: FetchPage, params: dict[str, Any], records: Operation[Page[R]]
 ) -> AsyncIterator[list[R]]:
     """Every reward of ``params``'s range exactly once, page by page: the walk, then the check
     (not needed when the walk took one request: that answer held the whole range at once)."""
     ledger: RewardLedger[R] = RewardLedger()
     ledger.add_range(0, params)
     cursor: RewardsCursor[R] = RewardsCursor(dict(params))
-    async for page in walk_rewards(client, cursor, records):
+    async for page in walk_rewards(fetch, cursor, records):
         ledger.add(0, page)
         yield page
     if cursor.requests > 1:
-        async for _key, fresh in check_rewards(client, ledger, records):
+        async for _key, fresh in check_rewards(fetch, ledger, records):
             yield fresh

@@ -5,27 +5,27 @@ booked behind the walk is left to the check that follows it, in ``_ledger``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sized
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from ._errors import TxcError
-from ._models import MiningReward, RewardsPage
-from ._operations import MINING_REWARDS, Auth, Operation
-
-if TYPE_CHECKING:
-    from ._client import Client
+from .._errors import TxcError
+from .._models import MiningReward, RewardsPage
+from .._operations import MINING_REWARDS, Auth, Operation
+from .._stats import ClientStats
 
 __all__ = [
     "MAX_OFFSET",
     "PAGE_LIMIT",
     "REWARD_RECORDS",
     "WIRE_RECORDS",
+    "FetchPage",
     "Page",
     "R",
+    "RewardsClient",
     "RewardsCursor",
     "WireReward",
     "fixed_fields",
@@ -221,8 +221,29 @@ class RewardsCursor(Generic[R]):
     requests: int = 0
 
 
+class FetchPage(Protocol):
+    """Fetches one page of rewards: the request ``params`` decoded by ``records`` (typed or wire
+    records), under the client's budgets and retries."""
+
+    def __call__(
+        self, records: Operation[Page[R]], params: Mapping[str, Any], /
+    ) -> Awaitable[Page[R]]: ...
+
+
+class RewardsClient(Protocol):
+    """What the backfills need of a client (``txc_async.Client`` has it): a page fetcher, and
+    counters of the requests it sent."""
+
+    @property
+    def stats(self) -> ClientStats: ...
+
+    def _rewards_page(
+        self, records: Operation[Page[R]], params: Mapping[str, Any], /
+    ) -> Awaitable[Page[R]]: ...
+
+
 async def walk_rewards(
-    client: Client, cursor: RewardsCursor[R], records: Operation[Page[R]]
+    fetch: FetchPage, cursor: RewardsCursor[R], records: Operation[Page[R]]
 ) -> AsyncIterator[list[R]]:
     """Every reward of ``cursor.params``'s range once, page by page, newest first.
 
@@ -261,7 +282,7 @@ async def walk_rewards(
     limit = PAGE_LIMIT
     while True:
         cursor.requests += 1
-        page = await client._rewards_page(
+        page = await fetch(
             records, cursor.params | {"limit": limit, "offset": cursor.offset}
         )
         boundary = cursor.params.get("to")

@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
-from ._clock import known_ceiling
-from ._errors import TransportError
-from ._ratelimit import Admission, Outcome, RateLimit
-from ._shared_limiter import Budget, Entry, SharedLimiter, Verdict
-from ._signing import MAX_NONCE_LEAD_MS
+from .._errors import TransportError
+from .._time.clock import known_ceiling
+from .._time.nonces import MAX_NONCE_LEAD_MS
+from .base import Admission, Outcome, RateLimit
+from .shared import Budget, Entry, SharedLimiter, Verdict
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
