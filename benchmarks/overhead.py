@@ -28,8 +28,9 @@ import txc_async
 from txc_async._limiters.base import Admission, Outcome, RateLimit
 from txc_async._models import _Balance
 from txc_async._operations import BALANCE
+from txc_async._signing import Signer
 from txc_async._time.clock import MAX_NONCE_LEAD_MS, ServerClock
-from txc_async._time.nonces import NonceSource, Signer
+from txc_async._time.nonces import NonceSource
 from txc_async._transports.default import RawResponse
 
 try:

@@ -79,7 +79,8 @@ def reward(date: int, account: str = "acc_1") -> dict[str, Any]:
 
 
 def test_signature_known_answer() -> None:
-    from txc_async._time.nonces import NonceSource, Signer
+    from txc_async._signing import Signer
+    from txc_async._time.nonces import NonceSource
 
     signer = Signer("test-key", "test-secret", NonceSource())
     body, headers = signer.sign(
@@ -637,6 +638,18 @@ def test_from_env_keywords_win_and_reach_the_client(monkeypatch: pytest.MonkeyPa
     public = txc_async.Client.from_env(limiter=RecordingLimiter())
     assert public.base_url == txc_async.DEFAULT_BASE_URL
     assert "public only" in repr(public)
+
+
+def test_from_env_takes_every_keyword_of_the_constructor() -> None:
+    import inspect
+    from typing import get_type_hints
+
+    from txc_async._client import ClientOptions
+
+    constructor = set(inspect.signature(txc_async.Client).parameters)
+    own = {"api_key", "api_secret", "base_url", "limiter"}
+    assert set(get_type_hints(ClientOptions)) == constructor - own
+    assert own <= set(inspect.signature(txc_async.Client.from_env).parameters)
 
 
 # -- errors --------------------------------------------------------------------------------------

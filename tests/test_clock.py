@@ -17,14 +17,9 @@ from aioresponses import aioresponses
 
 import txc_async
 from txc_async import AuthenticationError, RedisLimiter, RetryPolicy, SQLiteLimiter
-from txc_async._time.clock import (
-    MAX_DRIFT,
-    NONCE_WINDOW_MS,
-    ServerClock,
-    nonce_refusal_error,
-    parse_http_date,
-)
-from txc_async._time.nonces import MAX_NONCE_LEAD_MS, NonceSource
+from txc_async._time.clock import MAX_DRIFT, NONCE_WINDOW_MS, ServerClock
+from txc_async._time.httpdate import parse_http_date
+from txc_async._time.nonces import MAX_NONCE_LEAD_MS, NonceSource, nonce_refusal_error
 from txc_async.sandbox import Sandbox
 
 from ._clocks import ManualClock
@@ -646,7 +641,7 @@ def redis_url() -> Iterator[str]:
 async def test_processes_sharing_a_nonce_counter_follow_an_offset_server(
     store: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    from txc_async._time.nonces import Signer
+    from txc_async._signing import Signer
 
     def shared() -> txc_async.Limiter:
         if store == "sqlite":
@@ -683,7 +678,7 @@ async def test_estimates_of_servers_no_client_uses_are_let_go_and_live_ones_stay
     every other client of that server gets, however many servers came in between."""
     import gc
 
-    from txc_async._time import clock as _clock
+    from txc_async._time import registry as _clock
 
     kept = txc_async.Client(base_url="http://127.0.0.1:1")
     for port in range(2, 502):

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "txc_async"
 LAYERS: list[tuple[str, ...]] = [
     ("_version", "_errors", "_models", "_stats", "_validate", "_retry"),
     ("_time", "_decoding", "_transports"),
-    ("_operations", "_limiters", "_answers"),
+    ("_operations", "_limiters", "_answers", "_signing"),
     ("_pipeline", "_rewards"),
     ("_export", "_client"),
     ("__init__",),
@@ -32,7 +32,8 @@ def _modules() -> dict[str, Path]:
 
 def _imports(dotted: str, path: Path) -> set[str]:
     """The package's modules that ``dotted`` imports (at any place, TYPE_CHECKING included)."""
-    package = dotted.split(".")[:-1] if path.name != "__init__.py" else dotted.split(".")[:-1]
+    # The package holding the module ("sandbox.__init__" is in "sandbox", as "sandbox._data").
+    package = dotted.split(".")[:-1]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level:

@@ -138,7 +138,8 @@ async def test_a_process_started_after_a_burst_of_another_passes_its_nonces_at_o
     its nonce counter ahead of the clock: the new process's first call is refused once at most,
     signed again past every value the earlier one can have drawn, and no later call is refused
     (before, each retry met the earlier values a millisecond at a time, and calls failed)."""
-    from txc_async._time.nonces import NonceSource, Signer
+    from txc_async._signing import Signer
+    from txc_async._time.nonces import NonceSource
 
     async with Sandbox(enforce_limits=False) as box:
         def client() -> txc_async.Client:

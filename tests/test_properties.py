@@ -421,7 +421,8 @@ def test_every_signature_is_the_hmac_sha512_of_its_payload(
     """The signer starts every signature from a copy of the key's HMAC state: whatever the
     secret (longer than SHA-512's block included) and however often it signs, each signature is
     HMAC-SHA512(secret, payload) as SERVICE_NOTES.md gives it."""
-    from txc_async._time.nonces import NonceSource, Signer
+    from txc_async._signing import Signer
+    from txc_async._time.nonces import NonceSource
 
     signer = Signer("key", secret, NonceSource())
     for attempt in range(2):

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from txc_async import Limiter, Outcome, RateLimit, RedisLimiter, SQLiteLimiter
-from txc_async._time.clock import NONCE_WINDOW_MS, NonceClock, ServerClock
+from txc_async._time.clock import NONCE_WINDOW_MS, ServerClock
+from txc_async._time.nonces import NonceClock
 
 from ._arrival_server import ArrivalServer, excess
 from ._clocks import clock_ms
@@ -372,7 +373,7 @@ async def test_limiters_sharing_a_key_draw_distinct_increasing_nonces(
 
 class BoundedClock:
     """A nonce clock that answers have bounded: the server's time is ``offset`` ms from this
-    machine's, give or take ``half`` ms (what ``txc_async._time.clock.NonceClock`` gives)."""
+    machine's, give or take ``half`` ms (what ``txc_async._time.nonces.NonceClock`` gives)."""
 
     def __init__(self, offset: int = 0, half: int = 50) -> None:
         self.offset, self.half = offset, half

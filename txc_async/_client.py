@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import math
 import os
 import re
 import ssl
@@ -15,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Self, TypeVar, get_args
+from typing import Any, Self, TypedDict, TypeVar, Unpack, get_args
 
 import aiohttp
 from yarl import URL
@@ -52,8 +51,10 @@ from ._operations import (
     COLLATERAL_STOP_LIMIT,
     CREATE_MINING_ACCOUNT,
     INVESTMENTS,
+    MAX_OFFSET,
     MINING_HASHRATE,
     MINING_REWARDS,
+    PAGE_LIMIT,
     PING,
     REFRESH_OAUTH_TOKEN,
     Operation,
@@ -61,9 +62,11 @@ from ._operations import (
 from ._pipeline import Pipeline, RequestRecord
 from ._retry import RetryPolicy
 from ._rewards.walk import is_last
+from ._signing import Signer
 from ._stats import ClientStats
-from ._time.clock import SYSTEM_CLOCK, LocalClock, server_clock_for
-from ._time.nonces import Signer, key_fingerprint, nonce_source_for
+from ._time.clock import SYSTEM_CLOCK, LocalClock
+from ._time.nonces import key_fingerprint, nonce_source_for
+from ._time.registry import server_clock_for
 from ._transports.default import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport, Transport
 from ._validate import (
     ACCOUNT_NAME,
@@ -75,6 +78,7 @@ from ._validate import (
     check_decimal,
     check_int_range,
     check_pattern,
+    check_positive_seconds,
     check_text,
     check_time_range,
 )
@@ -100,8 +104,6 @@ _SIDES = get_args(SideLiteral)
 _POSITION_SIDES = get_args(PositionSideLiteral)
 _INTERVALS = get_args(IntervalLiteral)
 _STP_MODES = get_args(StpLiteral)
-_PAGE_LIMIT = 100
-_MAX_OFFSET = 10_000
 
 
 def _is_loopback(host: str) -> bool:
@@ -126,14 +128,7 @@ def _env_limiter(env: Mapping[str, str]) -> Limiter | None:
 
 
 def _check_timeout(timeout: object) -> float:
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise InvalidParameterError("timeout", "must be a finite number of seconds above 0")
-    return float(timeout)
+    return check_positive_seconds("timeout", timeout)
 
 
 def _check_retry(retry: object) -> RetryPolicy:
@@ -191,6 +186,22 @@ def _check_base_url(base_url: object) -> URL:
     if url.user or url.password or url.query_string or url.fragment:
         raise InvalidParameterError("base_url", "must not carry credentials, a query or a fragment")
     return url
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keywords of :class:`Client` that :meth:`Client.from_env` passes on as given."""
+
+    rate_limits: Mapping[str, RateLimit] | None
+    timeout: float
+    retry: RetryPolicy | None
+    user_agent: str | None
+    on_request: Callable[[RequestRecord], object] | None
+    session: aiohttp.ClientSession | None
+    transport: Transport | None
+    max_connections: int
+    verify_tls: bool | ssl.SSLContext
+    clock: LocalClock | None
+    max_answer_bytes: int
 
 
 @name_operations
@@ -309,18 +320,8 @@ class Client:
         api_key: str | None = None,
         api_secret: str | None = None,
         base_url: str | None = None,
-        rate_limits: Mapping[str, RateLimit] | None = None,
         limiter: Limiter | None = None,
-        timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
-        user_agent: str | None = None,
-        on_request: Callable[[RequestRecord], object] | None = None,
-        session: aiohttp.ClientSession | None = None,
-        transport: Transport | None = None,
-        max_connections: int = 100,
-        verify_tls: bool | ssl.SSLContext = True,
-        clock: LocalClock | None = None,
-        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        **options: Unpack[ClientOptions],
     ) -> Client:
         """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET``, ``TXC_BASE_URL`` and
         ``TXC_LIMITER`` (a :func:`txc_async.limiter_from_url` URL).
@@ -334,18 +335,8 @@ class Client:
             api_key if api_key is not None else env.get("TXC_API_KEY") or None,
             api_secret if api_secret is not None else env.get("TXC_API_SECRET") or None,
             base_url=base_url or env.get("TXC_BASE_URL") or DEFAULT_BASE_URL,
-            rate_limits=rate_limits,
             limiter=limiter if limiter is not None else _env_limiter(env),
-            timeout=timeout,
-            retry=retry,
-            user_agent=user_agent,
-            on_request=on_request,
-            session=session,
-            transport=transport,
-            max_connections=max_connections,
-            verify_tls=verify_tls,
-            clock=clock,
-            max_answer_bytes=max_answer_bytes,
+            **options,
         )
 
     def with_options(
@@ -479,13 +470,13 @@ class Client:
         # The usual integers pass with two comparisons; anything else gets the full check.
         params["limit"] = (
             limit
-            if type(limit) is int and 1 <= limit <= _PAGE_LIMIT
-            else check_int_range("limit", limit, 1, _PAGE_LIMIT)
+            if type(limit) is int and 1 <= limit <= PAGE_LIMIT
+            else check_int_range("limit", limit, 1, PAGE_LIMIT)
         )
         params["offset"] = (
             offset
-            if type(offset) is int and 0 <= offset <= _MAX_OFFSET
-            else check_int_range("offset", offset, 0, _MAX_OFFSET)
+            if type(offset) is int and 0 <= offset <= MAX_OFFSET
+            else check_int_range("offset", offset, 0, MAX_OFFSET)
         )
         return await self._call(INVESTMENTS, params)
 
@@ -502,20 +493,20 @@ class Client:
         # Records of the page at the deepest offset that were returned before it.
         skip = 0
         while True:
-            page = await self._call(INVESTMENTS, filters | {"limit": _PAGE_LIMIT, "offset": offset})
+            page = await self._call(INVESTMENTS, filters | {"limit": PAGE_LIMIT, "offset": offset})
             records = page.records
             for record in records[skip:] if skip else records:
                 yield record
-            if is_last(records, _PAGE_LIMIT, page.limit):
+            if is_last(records, PAGE_LIMIT, page.limit):
                 return
-            if offset >= _MAX_OFFSET:
+            if offset >= MAX_OFFSET:
                 raise TxcError(
                     f"more than {offset + len(records)} investments match; the API pages no "
-                    f"deeper than offset {_MAX_OFFSET}: narrow the filters (ticker, status)"
+                    f"deeper than offset {MAX_OFFSET}: narrow the filters (ticker, status)"
                 )
             # Never past the deepest offset: a server that gives short pages is read to it.
             following = offset + len(records)
-            offset = min(following, _MAX_OFFSET)
+            offset = min(following, MAX_OFFSET)
             skip = following - offset
 
     async def collateral_stop_limit_order(
@@ -610,9 +601,9 @@ class Client:
         """One page of mining rewards, newest first (the server's default limit is 30)."""
         params = _reward_filters(account, start, end)
         if limit is not None:
-            params["limit"] = check_int_range("limit", limit, 1, _PAGE_LIMIT)
+            params["limit"] = check_int_range("limit", limit, 1, PAGE_LIMIT)
         if offset is not None:
-            params["offset"] = check_int_range("offset", offset, 0, _MAX_OFFSET)
+            params["offset"] = check_int_range("offset", offset, 0, MAX_OFFSET)
         return await self._call(MINING_REWARDS, params)
 
     async def iter_mining_rewards(

@@ -33,9 +33,11 @@ __all__ = [
     "COLLATERAL_STOP_LIMIT",
     "CREATE_MINING_ACCOUNT",
     "INVESTMENTS",
+    "MAX_OFFSET",
     "MINING_HASHRATE",
     "MINING_REWARDS",
     "OPERATIONS",
+    "PAGE_LIMIT",
     "PING",
     "REFRESH_OAUTH_TOKEN",
     "Auth",
@@ -43,6 +45,11 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+#: Records per request: the most a page of rewards or investments holds.
+PAGE_LIMIT = 100
+#: The deepest offset the paged operations accept.
+MAX_OFFSET = 10_000
 
 
 class Auth(Enum):

@@ -31,9 +31,10 @@ from ._errors import (
 from ._limiters.base import Limiter, Outcome, RateLimit
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._retry import RetryPolicy
+from ._signing import Signer
 from ._stats import ClientStats
-from ._time.clock import NonceClock, ServerClock, nonce_refusal_error
-from ._time.nonces import Signer
+from ._time.clock import ServerClock
+from ._time.nonces import NonceClock, nonce_refusal_error
 from ._transports.default import ConnectionSlots, RawResponse, Transport
 from ._version import __version__
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import re
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -19,6 +20,7 @@ __all__ = [
     "check_decimal",
     "check_int_range",
     "check_pattern",
+    "check_positive_seconds",
     "check_text",
     "check_time_range",
     "check_timestamp",
@@ -130,6 +132,17 @@ def check_choice(
         shown = ", ".join(repr(c) for c in choices)
         raise InvalidParameterError(name, f"must be one of {shown}, got {value!r}")
     return raw
+
+
+def check_positive_seconds(name: str, value: object) -> float:
+    """A finite number of seconds above 0 (an int or a float, not a bool)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value < math.inf  # a NaN fails both comparisons
+    ):
+        raise InvalidParameterError(name, "must be a finite number of seconds greater than 0")
+    return float(value)
 
 
 def check_text(name: str, value: object, *, max_length: int, min_length: int = 1) -> str:

@@ -33,7 +33,7 @@ import pytest
 
 from ._client import Client
 from ._limiters.memory import InProcessLimiter
-from ._time import clock as _clock
+from ._time.registry import forget_estimates
 from .sandbox import Sandbox
 
 try:
@@ -75,9 +75,7 @@ def _txc_fresh_server_clocks() -> None:
     """Every test starts with no estimate of any server's clock. Within a run, the process
     keeps one per address for every client of it, as it should; but tests start servers on
     addresses earlier tests' servers used, and an estimate must not carry over between them."""
-    with _clock._clocks_lock:
-        _clock._clocks.clear()
-        _clock._recent.clear()
+    forget_estimates()
 
 
 @_async_fixture

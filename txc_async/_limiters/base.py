@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+from .._validate import check_positive_seconds
 
 __all__ = [
     "DEFAULT_RATE_LIMITS",
@@ -33,13 +34,7 @@ class RateLimit:
             or self.max_requests < 1
         ):
             raise ValueError("max_requests: must be an integer of at least 1")
-        if (
-            isinstance(self.per_seconds, bool)
-            or not isinstance(self.per_seconds, int | float)
-            or not math.isfinite(self.per_seconds)
-            or self.per_seconds <= 0
-        ):
-            raise ValueError("per_seconds: must be a finite number greater than 0")
+        check_positive_seconds("per_seconds", self.per_seconds)
 
 
 #: The documented limits of the service, per scope (requests per span of seconds).

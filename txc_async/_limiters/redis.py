@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 from .._errors import TransportError
-from .._time.clock import known_ceiling
-from .._time.nonces import MAX_NONCE_LEAD_MS
+from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
+from .._validate import check_positive_seconds
 from .base import Admission, Outcome, RateLimit
 from .shared import Budget, Entry, SharedLimiter, Verdict
 
@@ -448,10 +448,7 @@ class RedisLimiter(SharedLimiter):
             or any(c in namespace for c in ":{}")
         ):
             raise ValueError("namespace: must be a non-empty string without ':', '{' or '}'")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (
-            0 < timeout < math.inf
-        ):
-            raise ValueError("timeout: must be a finite number of seconds greater than 0")
+        check_positive_seconds("timeout", timeout)
         if _hostless(url):
             raise ValueError(
                 "url: a redis:// URL needs a host after '//', e.g. redis://127.0.0.1:6379/0"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from .._time.clock import known_ceiling
+from .._time.nonces import known_ceiling
 from .backoff import RefusalState
 from .base import Admission, Outcome, RateLimit
 from .memory import FifoTurns, _wake, sleep_unless_woken

@@ -17,7 +17,6 @@ does a call wait for it (the busy timeout), as long as that process's own short 
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import sqlite3
 import threading
@@ -26,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from .._errors import TransportError
-from .._time.clock import known_ceiling
-from .._time.nonces import MAX_NONCE_LEAD_MS
+from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
+from .._validate import check_positive_seconds
 from .backoff import MAX_PAUSE
 from .base import Admission, Outcome, RateLimit
 from .shared import Budget, Entry, SharedLimiter, Verdict
@@ -95,10 +94,7 @@ class SQLiteLimiter(SharedLimiter):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] | None = None,
     ) -> None:
-        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or not (
-            0 < busy_timeout < math.inf
-        ):
-            raise ValueError("busy_timeout: must be a finite number of seconds greater than 0")
+        check_positive_seconds("busy_timeout", busy_timeout)
         super().__init__(sleep=sleep, random=random)
         self._path = Path(path)
         self._lock = threading.Lock()

@@ -14,7 +14,7 @@ import msgspec
 
 from .._errors import TxcError
 from .._models import MiningReward, RewardsPage
-from .._operations import MINING_REWARDS, Auth, Operation
+from .._operations import MAX_OFFSET, MINING_REWARDS, PAGE_LIMIT, Auth, Operation
 from .._stats import ClientStats
 
 __all__ = [
@@ -33,10 +33,6 @@ __all__ = [
     "walk_rewards",
 ]
 
-#: Records per request: the most the API gives.
-PAGE_LIMIT = 100
-#: The deepest offset the API accepts.
-MAX_OFFSET = 10_000
 
 
 class WireReward(msgspec.Struct, frozen=True, rename="camel"):

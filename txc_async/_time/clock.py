@@ -7,35 +7,25 @@ answers, intersected, pin it down to a fraction of a second.
 
 from __future__ import annotations
 
-import asyncio
-import calendar
-import collections
-import datetime
-import email.utils
 import functools
 import logging
 import math
 import threading
 import time
-import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
-from .._errors import AuthenticationError, TransportError, TxcError
+from .gate import FirstAnswer
+from .httpdate import parse_http_date
 
 __all__ = [
+    "MAX_NONCE_AGE_MS",
     "MAX_NONCE_LEAD_MS",
     "NONCE_WINDOW_MS",
     "SYSTEM_CLOCK",
-    "FirstAnswer",
     "LocalClock",
-    "NonceClock",
     "ServerClock",
     "SystemClock",
-    "known_ceiling",
-    "nonce_refusal_error",
-    "parse_http_date",
-    "server_clock_for",
 ]
 
 logger = logging.getLogger("txc_async")
@@ -103,45 +93,6 @@ class SystemClock:
 
 
 SYSTEM_CLOCK = SystemClock()
-
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
-    )
-}
-# The Date of answers repeats within a second: the last one parsed is kept.
-_last_date: tuple[str, int | None] = ("", None)
-
-
-def parse_http_date(value: str) -> int | None:
-    """Unix seconds of an HTTP ``Date`` header (IMF-fixdate, or the obsolete forms), or None."""
-    global _last_date
-    cached = _last_date
-    if cached[0] == value:
-        return cached[1]
-    seconds: int | None
-    try:
-        # IMF-fixdate, the form servers send: "Sun, 06 Nov 1994 08:49:37 GMT".
-        if len(value) == 29 and value[3:5] == ", " and value.endswith(" GMT"):
-            fields = (
-                int(value[12:16]), _MONTHS[value[8:11]], int(value[5:7]),
-                int(value[17:19]), int(value[20:22]), int(value[23:25]),
-            )
-            if not (1 <= fields[2] <= 31 and fields[3] < 24 and fields[4] < 60
-                    and fields[5] <= 60):
-                raise ValueError(value)
-            seconds = calendar.timegm(fields)
-        else:
-            moment = email.utils.parsedate_to_datetime(value)
-            if moment.tzinfo is None:  # HTTP dates are always GMT
-                moment = moment.replace(tzinfo=datetime.UTC)
-            seconds = int(moment.timestamp())
-    except (ValueError, KeyError, TypeError, IndexError, OverflowError):
-        seconds = None
-    _last_date = (value, seconds)
-    return seconds
-
 
 _floor = math.floor
 
@@ -284,9 +235,7 @@ class ServerClock:
         takes this sample at once."""
         if date is None:
             return
-        # The Date of answers repeats within a second: the last one parsed is kept.
-        cached = _last_date
-        seconds = cached[1] if cached[0] == date else parse_http_date(date)
+        seconds = parse_http_date(date)
         if seconds is None or not answered >= sent:
             return
         with self._lock:
@@ -360,216 +309,3 @@ class ServerClock:
                     "the server's clock", abs(offset), "ahead of" if offset >= 0 else "behind",
                     before,
                 )
-
-
-class FirstAnswer:
-    """Until a server has answered, a signed request goes alone: the others wait for its
-    answer, or for the server's time, asked meanwhile.
-
-    Before any answer, nonces are drawn on this machine's clock, which may be more than the
-    service's 5 s away from the server's: then every request under way would be refused once.
-    The first one's answer (a refusal too) corrects the estimate for all of them, so a burst
-    that starts a process costs at most one refused attempt, not one per call. So that a slow
-    first operation holds no one up, the others ask the server's time meanwhile (one ``ping``
-    per client) and go when either answer comes. Shared, like the estimate, by every client of
-    the server; a request in another event loop than the one that went first does not wait
-    for it, and no request waits longer than its own timeout.
-    """
-
-    __slots__ = ("_lock", "_out", "done")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # Resolved when the exchange of the request that went first ends.
-        self._out: asyncio.Future[None] | None = None
-        #: An answer came: nothing waits any more.
-        self.done = False
-
-    async def enter(
-        self, clock: ServerClock, timeout: float, ask: Callable[[float], Awaitable[object]]
-    ) -> bool:
-        """Wait (at most ``timeout`` seconds) for the answer to the request to ``clock``'s
-        server that went first, or for ``ask`` (seconds) to learn the server's time; True when
-        the caller's request is to go first (it must :meth:`leave` once its exchange ends)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        asking: asyncio.Future[object] | None = None
-        try:
-            while not self.done:
-                if clock.samples:  # an answer (the ping's, another client's) bounded the clock
-                    self.done = True
-                    break
-                with self._lock:
-                    out = self._out
-                    if out is None:
-                        self._out = loop.create_future()
-                        return True
-                left = deadline - loop.time()
-                if out.get_loop() is not loop or left <= 0:
-                    break
-                if asking is None:
-                    asking = asyncio.ensure_future(ask(left))
-                waited: set[asyncio.Future[Any]] = {out}
-                if not asking.done():
-                    waited.add(asking)
-                elif _answered(asking):
-                    # The server answered the ping, and its answer did not bound the clock (no
-                    # usable Date): the first request's answer would not either, and a slow one
-                    # holds no one up. When the ping got no answer, the first request's may.
-                    break
-                # Neither is cancelled when this waiter gives up: others may wait for them.
-                done, _ = await asyncio.wait(
-                    waited, timeout=left, return_when=asyncio.FIRST_COMPLETED
-                )
-                if not done:
-                    break
-        finally:
-            if asking is not None and not asking.done():
-                asking.cancel()  # this waiter's wait for the shared ping, not the ping
-        return False
-
-    def leave(self, *, answered: bool) -> None:
-        """The exchange of the request that went first ended: ``answered``, or not (then the
-        next request to come goes first)."""
-        with self._lock:
-            out, self._out = self._out, None
-            if answered:
-                self.done = True
-        if out is not None and not out.done():
-            out.set_result(None)
-
-
-def _answered(asking: asyncio.Future[Any]) -> bool:
-    """Whether an ask of the server's time (``NonceClock.learn``) got an answer."""
-    return not asking.cancelled() and asking.exception() is None and bool(asking.result())
-
-
-# One estimate per server and local clock while any client holds it (two would mean two nonce
-# sources for one key); the latest few are kept after their clients are gone, so that a client
-# made again starts from what the last one learnt. Anything older goes: a process that makes
-# clients of ever new servers (or local clocks) does not grow.
-_clocks: weakref.WeakValueDictionary[tuple[str, LocalClock], ServerClock] = (
-    weakref.WeakValueDictionary()
-)
-_recent: collections.OrderedDict[tuple[str, LocalClock], ServerClock] = collections.OrderedDict()
-#: How many estimates no client holds any more are kept.
-KEPT_ESTIMATES = 64
-_clocks_lock = threading.Lock()
-
-
-def server_clock_for(origin: str, local: LocalClock = SYSTEM_CLOCK) -> ServerClock:
-    """The process-wide estimate of the clock of the server at ``origin`` (scheme, host, port),
-    shared by every client of that server that reads the same local clock."""
-    key = (origin, local)
-    with _clocks_lock:
-        clock = _clocks.get(key)
-        if clock is None:
-            clock = _clocks[key] = ServerClock(local)
-        _recent[key] = clock
-        _recent.move_to_end(key)
-        if len(_recent) > KEPT_ESTIMATES:
-            _recent.popitem(last=False)
-        return clock
-
-
-class NonceClock:
-    """The clock a shared limiter draws a key's nonces on: called, the server's time now (ms)
-    as this process estimates it; :meth:`known_ceiling_ms`, the highest nonce the server can
-    have accepted so far, when an answer bounds its clock.
-
-    A shared counter far ahead of the clock comes back only to that ceiling: every value above
-    it was refused and never used, while values below it may have been accepted from any
-    process. Another process's estimate, or this machine's clock before any answer, is no
-    bound: the server's clock may be ahead of both.
-    """
-
-    __slots__ = ("_answered", "_ask", "_asked", "_asking", "_clock")
-
-    def __init__(
-        self, clock: ServerClock, ask: Callable[[float], Awaitable[object]] | None = None
-    ) -> None:
-        self._clock = clock
-        # Held weakly: ``ask`` is a method of the pipeline that holds this clock, and a cycle
-        # would leave every client to the garbage collector instead of freeing it on close.
-        self._ask = None if ask is None else weakref.WeakMethod(ask)
-        self._asked = False
-        self._answered = False
-        self._asking: asyncio.Future[None] | None = None
-
-    def __call__(self) -> int:
-        return self._clock.now_ms()
-
-    def known_ceiling_ms(self) -> int | None:
-        return self._clock.known_ceiling_ms()
-
-    async def learn(self, timeout: float) -> bool:
-        """Ask the server its time (an unsigned request within ``timeout`` seconds), so that its
-        answer bounds the clock: for a process that has seen no answer yet and finds a shared
-        counter ahead, or calls waiting for a server's first answer. Asked once: calls that come
-        while it is under way wait for the same answer, and once it has come (or failed) it is
-        not asked again, since every later answer teaches the clock as well. True when the
-        server answered (a refusal too: its Date counts), now or before; False when it did not,
-        or there is nothing to ask."""
-        asking = self._asking
-        if asking is None:
-            ask = None if self._ask is None else self._ask()
-            if self._asked or ask is None:
-                return self._answered
-            self._asked = True
-            asking = self._asking = asyncio.ensure_future(self._quietly(ask, timeout))
-        try:
-            # Shielded: one waiter given up (its own deadline) leaves the others theirs.
-            await asyncio.shield(asking)
-        finally:
-            if asking.done():
-                self._asking = None
-        return self._answered
-
-    async def _quietly(self, ask: Callable[[float], Awaitable[object]], timeout: float) -> None:
-        """``ask``, whose failure leaves the clock as it was; notes whether an answer came."""
-        try:
-            await ask(timeout)
-        except TransportError as exc:
-            self._answered = exc.status is not None  # an answer that could not be used
-        except TxcError:
-            self._answered = True  # an error answer: it reached the server and came back
-        else:
-            self._answered = True
-
-
-def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:
-    """The ceiling a nonce clock knows (see :class:`NonceClock`); None for a plain function."""
-    ceiling = getattr(nonce_clock, "known_ceiling_ms", None)
-    return None if ceiling is None else ceiling()
-
-
-def nonce_refusal_error(
-    error: AuthenticationError, clock: ServerClock, attempts: int
-) -> AuthenticationError:
-    """The error for nonces refused on every attempt, saying what the clocks show."""
-    window = NONCE_WINDOW_MS // 1000
-    if clock.samples == 0:
-        measured = (
-            "The answers carry no Date header, so the server's clock could not be measured; "
-            f"this machine's clock likely differs from the server's by more than the {window} s "
-            "the service allows for nonces. Synchronise this machine's clock (NTP)."
-        )
-    else:
-        offset = clock.offset
-        side = "ahead of" if offset >= 0 else "behind"
-        measured = (
-            f"Measured from the Date of its answers, the server's clock is {abs(offset):.1f} s "
-            f"{side} this machine's, and nonces were drawn on that measured clock; yet the "
-            f"service kept refusing them, so the machine's clock or the server's differs by "
-            f"more than the {window} s the service allows (the server may judge nonces on "
-            "another clock than the one its Date shows). Check this machine's time "
-            "synchronisation (NTP), and that no other program signs with this API key using "
-            "nonces of its own."
-        )
-    said = error.message.removeprefix("nonce refused: ")
-    return AuthenticationError(
-        f"nonce refused on {attempts} attempts in a row ({said}). {measured}",
-        status=error.status,
-        code=error.code,
-        errors=error.errors,
-    )

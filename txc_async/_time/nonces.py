@@ -1,23 +1,27 @@
-"""Request signing: millisecond nonces shared per API key, compact JSON, base64, HMAC-SHA512."""
+"""Nonces: millisecond values on the server's clock, one counter per API key shared by the
+process; the clock shared limiters draw them on; and what to say when the service keeps refusing
+them."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
-import hmac
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-import msgspec
+from .._errors import AuthenticationError, TransportError, TxcError
+from .clock import MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS, ServerClock
 
-from .clock import MAX_NONCE_LEAD_MS, ServerClock
-
-__all__ = ["MAX_NONCE_LEAD_MS", "NonceSource", "Signer", "key_fingerprint", "nonce_source_for"]
-
-_encode = msgspec.json.Encoder().encode
+__all__ = [
+    "MAX_NONCE_LEAD_MS",
+    "NonceClock",
+    "NonceSource",
+    "key_fingerprint",
+    "known_ceiling",
+    "nonce_refusal_error",
+    "nonce_source_for",
+]
 _wall = ServerClock()
 
 class NonceSource:
@@ -205,35 +209,104 @@ def _forget_passed_floors() -> None:
             del _floors[key]
 
 
-class Signer:
-    """Signs private request bodies with one API key and secret."""
+class NonceClock:
+    """The clock a shared limiter draws a key's nonces on: called, the server's time now (ms)
+    as this process estimates it; :meth:`known_ceiling_ms`, the highest nonce the server can
+    have accepted so far, when an answer bounds its clock.
 
-    __slots__ = ("_api_key", "_mac", "nonces")
+    A shared counter far ahead of the clock comes back only to that ceiling: every value above
+    it was refused and never used, while values below it may have been accepted from any
+    process. Another process's estimate, or this machine's clock before any answer, is no
+    bound: the server's clock may be ahead of both.
+    """
 
-    def __init__(self, api_key: str, api_secret: str, nonces: NonceSource | None = None) -> None:
-        self._api_key = api_key
-        # The key's HMAC state, set up once: every signature starts from a copy of it, as
-        # hmac's documentation suggests for messages that share a beginning (here, the key).
-        self._mac = hmac.new(api_secret.encode(), digestmod=hashlib.sha512)
-        #: The source of this key's nonces.
-        self.nonces = nonces if nonces is not None else nonce_source_for(api_key)
+    __slots__ = ("_answered", "_ask", "_asked", "_asking", "_clock")
 
-    def __repr__(self) -> str:
-        return "Signer(api_key='***', api_secret='***')"
+    def __init__(
+        self, clock: ServerClock, ask: Callable[[float], Awaitable[object]] | None = None
+    ) -> None:
+        self._clock = clock
+        # Held weakly: ``ask`` is a method of the pipeline that holds this clock, and a cycle
+        # would leave every client to the garbage collector instead of freeing it on close.
+        self._ask = None if ask is None else weakref.WeakMethod(ask)
+        self._asked = False
+        self._answered = False
+        self._asking: asyncio.Future[None] | None = None
 
-    def sign(
-        self, path: str, params: Mapping[str, Any], nonce: int
-    ) -> tuple[bytes, dict[str, str]]:
-        """The exact body bytes and the headers that authenticate them."""
-        body = _encode({**params, "request": path, "nonce": str(nonce), "nonceWindow": True})
-        payload = base64.b64encode(body)
-        mac = self._mac.copy()
-        mac.update(payload)
-        signature = mac.hexdigest()
-        headers = {
-            "Content-Type": "application/json",
-            "X-TXC-APIKEY": self._api_key,
-            "X-TXC-PAYLOAD": payload.decode("ascii"),
-            "X-TXC-SIGNATURE": signature,
-        }
-        return body, headers
+    def __call__(self) -> int:
+        return self._clock.now_ms()
+
+    def known_ceiling_ms(self) -> int | None:
+        return self._clock.known_ceiling_ms()
+
+    async def learn(self, timeout: float) -> bool:
+        """Ask the server its time (an unsigned request within ``timeout`` seconds), so that its
+        answer bounds the clock: for a process that has seen no answer yet and finds a shared
+        counter ahead, or calls waiting for a server's first answer. Asked once: calls that come
+        while it is under way wait for the same answer, and once it has come (or failed) it is
+        not asked again, since every later answer teaches the clock as well. True when the
+        server answered (a refusal too: its Date counts), now or before; False when it did not,
+        or there is nothing to ask."""
+        asking = self._asking
+        if asking is None:
+            ask = None if self._ask is None else self._ask()
+            if self._asked or ask is None:
+                return self._answered
+            self._asked = True
+            asking = self._asking = asyncio.ensure_future(self._quietly(ask, timeout))
+        try:
+            # Shielded: one waiter given up (its own deadline) leaves the others theirs.
+            await asyncio.shield(asking)
+        finally:
+            if asking.done():
+                self._asking = None
+        return self._answered
+
+    async def _quietly(self, ask: Callable[[float], Awaitable[object]], timeout: float) -> None:
+        """``ask``, whose failure leaves the clock as it was; notes whether an answer came."""
+        try:
+            await ask(timeout)
+        except TransportError as exc:
+            self._answered = exc.status is not None  # an answer that could not be used
+        except TxcError:
+            self._answered = True  # an error answer: it reached the server and came back
+        else:
+            self._answered = True
+
+
+def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:
+    """The ceiling a nonce clock knows (see :class:`NonceClock`); None for a plain function."""
+    ceiling = getattr(nonce_clock, "known_ceiling_ms", None)
+    return None if ceiling is None else ceiling()
+
+
+def nonce_refusal_error(
+    error: AuthenticationError, clock: ServerClock, attempts: int
+) -> AuthenticationError:
+    """The error for nonces refused on every attempt, saying what the clocks show."""
+    window = NONCE_WINDOW_MS // 1000
+    if clock.samples == 0:
+        measured = (
+            "The answers carry no Date header, so the server's clock could not be measured; "
+            f"this machine's clock likely differs from the server's by more than the {window} s "
+            "the service allows for nonces. Synchronise this machine's clock (NTP)."
+        )
+    else:
+        offset = clock.offset
+        side = "ahead of" if offset >= 0 else "behind"
+        measured = (
+            f"Measured from the Date of its answers, the server's clock is {abs(offset):.1f} s "
+            f"{side} this machine's, and nonces were drawn on that measured clock; yet the "
+            f"service kept refusing them, so the machine's clock or the server's differs by "
+            f"more than the {window} s the service allows (the server may judge nonces on "
+            "another clock than the one its Date shows). Check this machine's time "
+            "synchronisation (NTP), and that no other program signs with this API key using "
+            "nonces of its own."
+        )
+    said = error.message.removeprefix("nonce refused: ")
+    return AuthenticationError(
+        f"nonce refused on {attempts} attempts in a row ({said}). {measured}",
+        status=error.status,
+        code=error.code,
+        errors=error.errors,
+    )
