@@ -1,7 +1,7 @@
-"""The direct request path (``_direct.py``) uses aiohttp's private parts only once they proved
-themselves: on an aiohttp whose parts differ from those it was written for, a session's calls go
-through ``ClientSession.request`` instead, each reaching the server once; a failure after the
-request may have been written is not taken for one of those."""
+"""The direct request path (``_transports/direct.py``) uses aiohttp's private parts only once
+they proved themselves: on an aiohttp whose parts differ from those it was written for, a
+session's calls go through ``ClientSession.request`` instead, each reaching the server once; a
+failure after the request may have been written is not taken for one of those."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from aiohttp.client_reqrep import ClientRequest
 from yarl import URL
 
 import txc_async
-from txc_async import TransportError, _direct
+from txc_async import TransportError
+from txc_async._transports import direct as _direct
 from txc_async._transports.default import AiohttpTransport
 from txc_async.sandbox import Sandbox
 
