@@ -640,18 +640,6 @@ def test_from_env_keywords_win_and_reach_the_client(monkeypatch: pytest.MonkeyPa
     assert "public only" in repr(public)
 
 
-def test_from_env_takes_every_keyword_of_the_constructor() -> None:
-    import inspect
-    from typing import get_type_hints
-
-    from txc_async._client import ClientOptions
-
-    constructor = set(inspect.signature(txc_async.Client).parameters)
-    own = {"api_key", "api_secret", "base_url", "limiter"}
-    assert set(get_type_hints(ClientOptions)) == constructor - own
-    assert own <= set(inspect.signature(txc_async.Client.from_env).parameters)
-
-
 # -- errors --------------------------------------------------------------------------------------
 
 

@@ -53,16 +53,23 @@ def test_literals_hold_the_enum_values() -> None:
 
 
 def test_from_env_takes_every_keyword_of_the_constructor() -> None:
-    """Anything ``Client(...)`` accepts, ``Client.from_env(...)`` accepts with the same type and
-    default; only the three settings the environment supplies default to it instead."""
+    """Anything ``Client(...)`` accepts, ``Client.from_env(...)`` accepts with the same type: the
+    four settings the environment supplies as its own keywords (defaulting to the environment),
+    every other one through ``ClientOptions``, whose types are the constructor's."""
+    from typing import get_type_hints
+
+    from txc_async._client import ClientOptions
+
     init = inspect.signature(txc_async.Client.__init__).parameters
+    init_types = get_type_hints(txc_async.Client.__init__)
     from_env = inspect.signature(txc_async.Client.from_env).parameters
-    assert list(from_env) == [name for name in init if name != "self"]
-    from_environment = {"api_key", "api_secret", "base_url"}
-    for name, parameter in from_env.items():
-        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, name
-        if name in from_environment:
-            assert parameter.default is None, name
-        else:
-            assert parameter.annotation == init[name].annotation, name
-            assert parameter.default == init[name].default, name
+    from_environment = ["api_key", "api_secret", "base_url", "limiter"]
+    assert [name for name in from_env if name != "options"] == from_environment
+    for name in from_environment:
+        assert from_env[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert from_env[name].default is None, name
+    assert from_env["options"].kind is inspect.Parameter.VAR_KEYWORD
+    options = get_type_hints(ClientOptions)
+    assert set(options) == set(init) - {"self", *from_environment}
+    for name, annotation in options.items():
+        assert annotation == init_types[name], name
