@@ -20,14 +20,14 @@ import contextlib
 import itertools
 import math
 import os
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from .._errors import TransportError
+from .._secrets import mask_text, safe_url, url_secrets
 from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .base import Admission, Outcome, RateLimit
@@ -278,44 +278,6 @@ def _closed_under(exc: BaseException) -> bool:
     return "closed" in text
 
 
-# Query parameters whose values are secret (redis-py passes every query parameter on as a
-# connection argument: password, ssl_password, ...).
-_SECRET_PARAMETER = re.compile(r"pass|secret|token|auth|cred", re.IGNORECASE)
-
-
-def _query_pieces(query: str) -> list[tuple[str, str, bool]]:
-    """``(raw name, raw value, secret?)`` of every ``name=value`` piece, undecoded."""
-    pieces = []
-    for piece in query.split("&"):
-        name, _, value = piece.partition("=")
-        pieces.append((name, value, bool(_SECRET_PARAMETER.search(unquote_plus(name)))))
-    return pieces
-
-
-def _passwords(url: str) -> list[str]:
-    """Every spelling of every secret of the URL: the user-info's password (or the whole
-    user-info when it has no password: it may be a token) and secret query values, raw and
-    decoded; longest first, so that scrubbing leaves no piece of a longer one."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return [url]
-    found: list[str] = []
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    if at:
-        user, colon, password = userinfo.partition(":")
-        found.append(password if colon else user)
-    found += [value for _, value, secret in _query_pieces(parts.query) if secret]
-    spellings = {
-        s
-        for p in found
-        if p
-        for s in (p, unquote(p), unquote_plus(p), quote(unquote(p), safe=""),
-                  quote_plus(unquote_plus(p), safe=""))
-    }
-    return sorted(spellings, key=len, reverse=True)
-
-
 def _hostless(url: str) -> bool:
     """A redis:// or rediss:// URL with nothing after the scheme's '//' (or no '//' at all):
     redis-py would connect to localhost, and credentials would sit in the path, unmasked."""
@@ -324,29 +286,6 @@ def _hostless(url: str) -> bool:
     except ValueError:
         return False  # redis-py refuses it, and the refusal is scrubbed
     return parts.scheme.lower() in ("redis", "rediss") and not parts.netloc
-
-
-def _safe_url(url: str) -> str:
-    """The URL with its secrets masked, for messages and repr."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<a URL that cannot be parsed>"
-    netloc = parts.netloc
-    if not netloc and "@" in url:
-        # Credentials outside the place a URL keeps them (redis:/user:pw@host): none of it shown.
-        return f"{parts.scheme}:***"
-    userinfo, at, hostport = netloc.rpartition("@")
-    if at:
-        user, colon, _ = userinfo.partition(":")
-        netloc = f"{user}:***@{hostport}" if colon else f"***@{hostport}"
-    query = "&".join(
-        f"{name}=***" if secret else piece
-        for (name, _, secret), piece in zip(
-            _query_pieces(parts.query), parts.query.split("&"), strict=True
-        )
-    )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 class _KeyState:
@@ -455,8 +394,8 @@ class RedisLimiter(SharedLimiter):
             )
         super().__init__(sleep=sleep, random=random)
         self._timeout = float(timeout)
-        self._safe_url = _safe_url(url)
-        self._secrets = _passwords(url)
+        self._safe_url = safe_url(url)
+        self._secrets = url_secrets(url)
         self._cluster = bool(cluster)
         problem: str | None = None
         try:
@@ -521,9 +460,7 @@ class RedisLimiter(SharedLimiter):
         return f"{self._key_prefix(key_id)}:generation"
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return mask_text(text, self._secrets)
 
     async def _run(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         from redis.exceptions import ConnectionError as RedisConnectionError
