@@ -12,8 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "txc_async"
 
 #: Each layer may import the layers before it. A module not named here is refused (name it).
 LAYERS: list[tuple[str, ...]] = [
-    ("_version", "_errors", "_models", "_stats", "_validate", "_retry"),
-    ("_time", "_decoding", "_transports"),
+    ("_version", "_frames", "_secrets", "_errors", "_models", "_stats", "_validate", "_retry"),
+    ("_naming", "_time", "_decoding", "_transports"),
     ("_operations", "_limiters", "_answers", "_signing"),
     ("_pipeline", "_rewards"),
     ("_export", "_client"),

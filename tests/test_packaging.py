@@ -46,3 +46,8 @@ def test_the_wheel_builds_without_warnings_and_ships_the_license(tmp_path: Path)
     assert "[pytest11]\ntxc_async = txc_async.pytest_plugin" in entry_points
     assert "txc-async = txc_async.cli:main" in entry_points
     assert "txc_async/py.typed" in names
+    # The Redis limiter's scripts travel as package data, each one the limiter loads.
+    from pathlib import Path
+
+    lua = sorted(Path(n).stem for n in names if n.startswith("txc_async/_limiters/lua/"))
+    assert {"admit", "check", "draw", "reseed", "answered", "pause"} <= set(lua)

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("redis")
 
 from txc_async import RateLimit, RedisLimiter, TransportError
-from txc_async._limiters.redis import _passwords, _safe_url
+from txc_async._secrets import safe_url as _safe_url
+from txc_async._secrets import url_secrets as _passwords
 
 from .test_error_chain import reachable_text
 

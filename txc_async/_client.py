@@ -23,7 +23,6 @@ from ._errors import (
     InvalidParameterError,
     TxcError,
     client_closed,
-    name_operations,
 )
 from ._limiters.base import Limiter, RateLimit, merge_rate_limits
 from ._limiters.memory import default_limiter
@@ -45,6 +44,7 @@ from ._models import (
     SideLiteral,
     StpLiteral,
 )
+from ._naming import name_operations
 from ._operations import (
     BALANCE,
     BALANCE_OF_TICKER,

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import inspect
-import json
-import sys
-import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
-from types import CodeType, FrameType
-from typing import Any, AnyStr, ParamSpec, TypeVar
+from typing import Any
+
+from ._frames import running_operation
 
 __all__ = [
     "AnswerFormatError",
@@ -24,14 +18,7 @@ __all__ = [
     "TxcError",
     "ValidationError",
     "client_closed",
-    "mask_secrets",
-    "name_operations",
-    "named_iterator",
 ]
-
-T = TypeVar("T")
-C = TypeVar("C", bound=type)
-P = ParamSpec("P")
 
 #: Most bytes of an unreadable answer an :class:`AnswerFormatError` keeps.
 MAX_KEPT_BODY = 4096
@@ -217,85 +204,6 @@ def client_closed(operation: str | None = None) -> TransportError:
     return error
 
 
-#: The shortest secret :func:`mask_secrets` masks.
-MIN_MASKED = 6
-
-
-def _spellings(secret: str) -> set[str]:
-    """How a server quoting ``secret`` back may spell it: as sent, form-encoded, or escaped in
-    JSON text."""
-    return {
-        secret,
-        urllib.parse.quote_plus(secret),
-        urllib.parse.quote(secret, safe=""),
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-    }
-
-
-def _masked(value: AnyStr, secrets: list[AnyStr], mark: AnyStr, mask: AnyStr) -> AnyStr:
-    """``value`` with every secret, and one that a cut to length left at its end (before the
-    ``mark`` of the cut, if any), masked: the first characters of a secret are a secret too."""
-    for secret in secrets:
-        if secret in value:
-            value = value.replace(secret, mask)
-    end = len(value) - len(mark) if value.endswith(mark) else len(value)
-    for secret in secrets:
-        head = secret[:MIN_MASKED]
-        # Where a cut secret could begin: within its length of the end.
-        at = value.find(head, max(0, end - len(secret) + 1), end)
-        while at != -1:
-            if secret.startswith(value[at:end]):
-                return value[:at] + mask + value[end:]
-            at = value.find(head, at + 1, end)
-    return value
-
-
-def mask_secrets(error: BaseException, secrets: Iterable[str]) -> None:
-    """Replace ``secrets`` (what a request carried that must never be shown: the API key, the
-    signature and payload, OAuth secrets and tokens) with ``***`` wherever a server's answer
-    quoted them into ``error``: its arguments and attributes, and those of every exception
-    reachable from it (``__cause__``, ``__context__``, an attribute holding one)."""
-    spellings: set[str] = set()
-    for secret in secrets:
-        # A value of a few characters cannot be told from the words around it (and no real
-        # credential is that short): masking it would garble the message, not protect it.
-        if len(secret) >= MIN_MASKED:
-            spellings |= _spellings(secret)
-    if not spellings:
-        return
-    # Longest first: a secret's form-encoded spelling may contain the secret itself.
-    texts = sorted(spellings, key=len, reverse=True)
-    raw = [text.encode() for text in texts]
-    seen: set[int] = set()
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return _masked(value, texts, "…", "***")
-        if isinstance(value, bytes):
-            return _masked(value, raw, "…".encode(), b"***")
-        if isinstance(value, dict):
-            return {clean(k): clean(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return type(value)(clean(v) for v in value)
-        if isinstance(value, BaseException):
-            walk(value)
-        return value
-
-    def walk(exc: BaseException | None) -> None:
-        while exc is not None and id(exc) not in seen:
-            seen.add(id(exc))
-            exc.args = clean(exc.args)
-            state = getattr(exc, "__dict__", None)
-            if state is not None:
-                for name, value in list(state.items()):
-                    state[name] = clean(value)
-            walk(exc.__cause__)
-            exc = exc.__context__
-
-    walk(error)
-
-
 class RequestTimeout(TransportError, asyncio.TimeoutError):
     """The HTTP exchange took longer than the client's timeout."""
 
@@ -308,80 +216,4 @@ class InvalidParameterError(TxcError, ValueError):
         self.rule = rule
         super().__init__(f"{parameter}: {rule}")
         # Raised by the checks of an operation, before anything is sent: it names that one.
-        self.operation = _running_operation()
-
-
-# -- naming the operation of every error raised during a call ---------------------------------
-#
-# Three places name an error, none of them adding work to a call that succeeds:
-#
-# - the request pipeline names every error of an exchange with the operation it runs (the
-#   coroutine operations are named like their wire operation);
-# - an argument error, raised by a coroutine operation's own checks before the pipeline starts,
-#   names the operation whose code is running (looked up on the stack once the error is made);
-# - an async-generator operation (``iter_...``) names every error raised while it runs, over
-#   the name of the wire operation it pages through.
-
-_NOT_OPERATIONS = frozenset({"close", "aclose"})
-#: The code of every coroutine operation, by the name it goes by.
-_OPERATION_CODE: dict[CodeType, str] = {}
-#: How many frames up an argument error looks for its operation.
-_MAX_DEPTH = 32
-
-
-def _running_operation() -> str | None:
-    """The coroutine operation on whose behalf the caller runs, or None outside one."""
-    frame: FrameType | None = sys._getframe(2)
-    for _ in range(_MAX_DEPTH):
-        if frame is None:
-            return None
-        name = _OPERATION_CODE.get(frame.f_code)
-        if name is not None:
-            return name
-        frame = frame.f_back
-    return None
-
-
-def _generator_naming(
-    name: str, method: Callable[P, AsyncGenerator[T, None]]
-) -> Callable[P, AsyncIterator[T]]:
-    @functools.wraps(method)
-    async def walk(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
-        # Closed with the wrapper, so a caller that stops early ends the walk at once.
-        async with contextlib.aclosing(method(*args, **kwargs)) as inner:
-            try:
-                async for item in inner:
-                    yield item
-            except TxcError as exc:
-                exc._attach_operation(name, outer=True)
-                raise
-
-    return walk
-
-
-def named_iterator(
-    method: Callable[P, AsyncGenerator[T, None]],
-) -> Callable[P, AsyncIterator[T]]:
-    """Decorator of an async-generator operation outside the client (such as
-    ``backfill_mining_rewards``): every :class:`TxcError` raised while it runs, its argument
-    errors included, names it."""
-    return _generator_naming(method.__name__, method)
-
-
-def name_operations(cls: C) -> C:
-    """Class decorator: every public coroutine or async-generator method of ``cls`` (its
-    operations) names itself on any :class:`TxcError` raised while it runs.
-
-    A coroutine operation is left as it is (a wrapper would be one more coroutine to resume at
-    every wake-up of every call): its code is recorded, so that an argument error it raises
-    names it, and every other error comes from the request pipeline, which names the wire
-    operation of the same name. An async-generator operation is wrapped.
-    """
-    for name, member in list(vars(cls).items()):
-        if name.startswith("_") or name in _NOT_OPERATIONS:
-            continue
-        if inspect.iscoroutinefunction(member):
-            _OPERATION_CODE[member.__code__] = name
-        elif inspect.isasyncgenfunction(member):
-            setattr(cls, name, _generator_naming(name, member))
-    return cls
+        self.operation = running_operation()

@@ -26,11 +26,11 @@ from ._errors import (
     TransportError,
     TxcError,
     client_closed,
-    mask_secrets,
 )
 from ._limiters.base import Limiter, Outcome, RateLimit
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._retry import RetryPolicy
+from ._secrets import mask_secrets
 from ._signing import Signer
 from ._stats import ClientStats
 from ._time.clock import ServerClock

@@ -20,17 +20,18 @@ import contextlib
 import itertools
 import math
 import os
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from .._errors import TransportError
+from .._secrets import mask_text, safe_url, url_secrets
 from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .base import Admission, Outcome, RateLimit
+from .scripts import lua_script
 from .shared import Budget, Entry, SharedLimiter, Verdict
 
 if TYPE_CHECKING:
@@ -48,209 +49,6 @@ WATCH_INTERVAL = 0.1
 #: finds out meanwhile (it looks every :data:`WATCH_INTERVAL`) and writes its anchors back. A
 #: process cannot tell a loss from a first use, so a first use waits too.
 RESEED_GRACE = 0.5
-
-_PREAMBLE = """
-if redis.replicate_commands then
-  redis.replicate_commands() -- Redis before 5 must be told TIME may precede writes
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function int(x) return string.format('%d', x) end
-"""
-
-# A missing generation marker means the key's data is gone (or was never there, or expired after
-# a day unused): a new marker records until when admissions hold, so that every process still
-# sending writes its anchors back first, and whether the process that made it knew that the
-# store lost data ('token/hold/lost', lost being 1 or 0).
-_GENERATION = """
-local gen = redis.call('GET', KEYS[{key}])
-if not gen then
-  gen = ARGV[{token}] .. '/' .. int(now + tonumber(ARGV[{grace}])) .. '/' .. ARGV[{lost}]
-  redis.call('SET', KEYS[{key}], gen, 'PX', ARGV[{ttl}])
-end
-"""
-
-
-# The key's next nonce from its counter (KEYS[counter]), on the clock given (ARGV[clock], ms on
-# the server-aligned clock; '' for no nonce), at most ARGV[lead] ms ahead of it; ARGV[ceiling] is
-# the highest nonce the service can have accepted ('' when unknown), ARGV[ttl] the counter's time
-# to live (ms). Sets `nonce` (-1 for none), or `ahead`, the ms the counter is past the lead.
-_NONCE = """
-local nonce = -1
-local ahead = 0
-if ARGV[{clock}] ~= '' then
-  local clock = tonumber(ARGV[{clock}])
-  local lead = tonumber(ARGV[{lead}])
-  local ceiling = tonumber(ARGV[{ceiling}])
-  local last = tonumber(redis.call('GET', KEYS[{counter}]) or '')
-  if not last and string.sub(gen, -1) == '1' then
-    -- The store lost the counter: nonces drawn before may lie up to the lead past the clock,
-    -- and the processes that drew them may be gone; start beyond them.
-    last = clock + lead
-    redis.call('SET', KEYS[{counter}], int(last), 'PX', ARGV[{ttl}])
-  elseif not last then
-    last = 0
-  elseif ceiling and last > ceiling then
-    -- Far ahead of the clock (a clock stepped back, or it ran fast when those nonces were
-    -- drawn): come back to the highest value the service can have accepted. Every nonce it
-    -- ever accepted lay within the window of its clock, which has only moved forward since,
-    -- so none lies beyond that ceiling; values past it were refused and never used. Without
-    -- a ceiling (no answer bounds the server's clock yet) nothing is lowered.
-    last = ceiling
-    redis.call('SET', KEYS[{counter}], int(last), 'PX', ARGV[{ttl}])
-  end
-  nonce = math.max(clock, last + 1)
-  if nonce - clock > lead then
-    ahead = nonce - clock - lead
-  else
-    redis.call('SET', KEYS[{counter}], int(nonce), 'PX', ARGV[{ttl}])
-  end
-end
-"""
-
-# KEYS: 1 the budget's log (anchors), 2 its pause key, 3 the key's nonce counter, 4 the key's
-# generation marker, 5 the longest window (us) a client counts the budget's log in, and until
-# when it is kept ('per:until').
-# ARGV: 1 requests per window, 2 the window (us), 3 the request's timeout (us), 4 its member,
-# 5 the generation this process knows, 6 a token for a new generation, 7 how long (us) a new
-# generation holds admissions, 8 the nonce clock (ms on the server-aligned clock; '' for no
-# nonce), 9 how far (ms) the nonce may lead that clock, 10 the service's nonce window (ms),
-# 11 the log's time to live (ms), 12 the marker's and the counter's time to live (ms), 13 1 when
-# a missing marker means a loss to this process, else 0.
-# Returns {0, now, nonce or -1, generation} when admitted; {1, microseconds to wait, 1 when a
-# request in flight blocks else 0, generation}; {2, now, 0, generation} when the process must
-# write its anchors back first.
-_ADMIT = _PREAMBLE + _GENERATION.format(key=4, token=6, grace=7, lost=13, ttl=12) + """
-if gen ~= ARGV[5] then
-  return {2, now, 0, gen}
-end
-local hold = tonumber(string.match(gen, '/(%d+)/%d$'))
-if hold > now then
-  return {1, hold - now, 0, gen}
-end
-local paused = redis.call('PTTL', KEYS[2])
-if paused > 0 then
-  return {1, paused * 1000, 0, gen}
-end
-local cap = tonumber(ARGV[1])
-local per = tonumber(ARGV[2])
--- Anchors stay for the longest window a client of the budget counts in (KEYS[5]: 'per:until',
--- until being its client's last admission plus that window, when it is forgotten), and each
--- client counts those of its own window: a shorter one never drops what a longer one needs.
-local kept = per
-local record = redis.call('GET', KEYS[5])
-if record then
-  local longest, untill = string.match(record, '^(%d+):(%d+)$')
-  if longest and tonumber(longest) > per and tonumber(untill) > now then
-    kept = tonumber(longest)
-  end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - kept))
-local count = redis.call('ZCOUNT', KEYS[1], '(' .. int(now - per), '+inf')
-if count >= cap then
-  -- The cap-th latest anchor must leave the window first.
-  local total = redis.call('ZCARD', KEYS[1])
-  local blocking = redis.call('ZRANGE', KEYS[1], total - cap, total - cap, 'WITHSCORES')
-  local at = tonumber(blocking[2])
-  local in_flight = 0
-  if at > now then in_flight = 1 end
-  return {1, math.max(1, at + per - now), in_flight, gen}
-end
-""" + _NONCE.format(counter=3, clock=8, lead=9, ceiling=10, ttl=12) + """
-if ahead > 0 then
-  return {3, ahead * 1000, 0, gen}
-end
-redis.call('ZADD', KEYS[1], int(now + tonumber(ARGV[3])), ARGV[4])
-local ttl = tonumber(ARGV[11])
-if redis.call('PTTL', KEYS[1]) < ttl then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-end
-if kept == per then
-  redis.call('SET', KEYS[5], int(per) .. ':' .. int(now + per), 'PX', int(per / 1000) + 1000)
-end
-if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[12]) then
-  redis.call('PEXPIRE', KEYS[4], ARGV[12])
-end
-return {0, now, nonce, gen}
-"""
-
-# A new nonce for a request already admitted. KEYS: 1 the generation marker, 2 the nonce counter.
-# ARGV: 1 the generation this process knows, 2 the nonce clock (ms), 3 the lead (ms), 4 the
-# ceiling ('' when unknown), 5 the counter's time to live (ms). Returns {0, nonce}; {3, ms past
-# the lead} when the counter is too far ahead; {2, 0} when the generation changed (the process
-# must write its anchors back first) or is new and still holds admissions: the request is
-# admitted again instead.
-_DRAW = _PREAMBLE + """
-local gen = redis.call('GET', KEYS[1])
-if gen ~= ARGV[1] then
-  return {2, 0}
-end
-if tonumber(string.match(gen, '/(%d+)/%d$')) > now then
-  -- A new generation's hold: processes are still writing their nonces back.
-  return {2, 0}
-end
-""" + _NONCE.format(counter=2, clock=2, lead=3, ceiling=4, ttl=5) + """
-if ahead > 0 then
-  return {3, ahead}
-end
-return {0, nonce}
-"""
-
-# KEYS[1]: the generation marker; ARGV: 1 a token for a new generation, 2 how long (us) it holds
-# admissions, 3 its time to live (ms), 4 1 when a missing marker means a loss to this process.
-# Returns the generation.
-_CHECK = _PREAMBLE + _GENERATION.format(key=1, token=1, grace=2, lost=4, ttl=3) + """
-return gen
-"""
-
-# KEYS: 1 the generation marker, 2 the nonce counter, 3... budget logs. ARGV: 1 the generation
-# the anchors are written back into, 2 the least value for the nonce counter ('' for none), 3 the
-# counter's time to live (ms), then for each log: its time to live (ms), the number of anchors n,
-# and n pairs of member and score.
-# Returns 1, or 0 when the generation changed meanwhile (nothing written).
-_RESEED = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-if ARGV[2] ~= '' then
-  local last = tonumber(redis.call('GET', KEYS[2]) or '')
-  if not last or last < tonumber(ARGV[2]) then
-    redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-  end
-end
-local i = 4
-for k = 3, #KEYS do
-  local ttl = tonumber(ARGV[i])
-  local n = tonumber(ARGV[i + 1])
-  i = i + 2
-  for _ = 1, n do
-    redis.call('ZADD', KEYS[k], 'NX', ARGV[i + 1], ARGV[i])
-    i = i + 2
-  end
-  if n > 0 and redis.call('PTTL', KEYS[k]) < ttl then
-    redis.call('PEXPIRE', KEYS[k], ttl)
-  end
-end
-return 1
-"""
-
-# KEYS[1]: a budget's log; ARGV[1]: a member. The request was answered: its anchor moves to now,
-# if it is still there and later. Returns now (us).
-_ANSWERED = _PREAMBLE + """
-local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if at and tonumber(at) > now then
-  redis.call('ZADD', KEYS[1], 'XX', int(now), ARGV[1])
-end
-return now
-"""
-
-# KEYS[1]: the pause key; ARGV[1]: the pause in milliseconds. A longer pause already set stays.
-_PAUSE = """
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-end
-return 0
-"""
 
 #: Names a budget's scope may not take, since the key's own entries use them.
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
@@ -278,44 +76,6 @@ def _closed_under(exc: BaseException) -> bool:
     return "closed" in text
 
 
-# Query parameters whose values are secret (redis-py passes every query parameter on as a
-# connection argument: password, ssl_password, ...).
-_SECRET_PARAMETER = re.compile(r"pass|secret|token|auth|cred", re.IGNORECASE)
-
-
-def _query_pieces(query: str) -> list[tuple[str, str, bool]]:
-    """``(raw name, raw value, secret?)`` of every ``name=value`` piece, undecoded."""
-    pieces = []
-    for piece in query.split("&"):
-        name, _, value = piece.partition("=")
-        pieces.append((name, value, bool(_SECRET_PARAMETER.search(unquote_plus(name)))))
-    return pieces
-
-
-def _passwords(url: str) -> list[str]:
-    """Every spelling of every secret of the URL: the user-info's password (or the whole
-    user-info when it has no password: it may be a token) and secret query values, raw and
-    decoded; longest first, so that scrubbing leaves no piece of a longer one."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return [url]
-    found: list[str] = []
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    if at:
-        user, colon, password = userinfo.partition(":")
-        found.append(password if colon else user)
-    found += [value for _, value, secret in _query_pieces(parts.query) if secret]
-    spellings = {
-        s
-        for p in found
-        if p
-        for s in (p, unquote(p), unquote_plus(p), quote(unquote(p), safe=""),
-                  quote_plus(unquote_plus(p), safe=""))
-    }
-    return sorted(spellings, key=len, reverse=True)
-
-
 def _hostless(url: str) -> bool:
     """A redis:// or rediss:// URL with nothing after the scheme's '//' (or no '//' at all):
     redis-py would connect to localhost, and credentials would sit in the path, unmasked."""
@@ -324,29 +84,6 @@ def _hostless(url: str) -> bool:
     except ValueError:
         return False  # redis-py refuses it, and the refusal is scrubbed
     return parts.scheme.lower() in ("redis", "rediss") and not parts.netloc
-
-
-def _safe_url(url: str) -> str:
-    """The URL with its secrets masked, for messages and repr."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<a URL that cannot be parsed>"
-    netloc = parts.netloc
-    if not netloc and "@" in url:
-        # Credentials outside the place a URL keeps them (redis:/user:pw@host): none of it shown.
-        return f"{parts.scheme}:***"
-    userinfo, at, hostport = netloc.rpartition("@")
-    if at:
-        user, colon, _ = userinfo.partition(":")
-        netloc = f"{user}:***@{hostport}" if colon else f"***@{hostport}"
-    query = "&".join(
-        f"{name}=***" if secret else piece
-        for (name, _, secret), piece in zip(
-            _query_pieces(parts.query), parts.query.split("&"), strict=True
-        )
-    )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 class _KeyState:
@@ -455,8 +192,8 @@ class RedisLimiter(SharedLimiter):
             )
         super().__init__(sleep=sleep, random=random)
         self._timeout = float(timeout)
-        self._safe_url = _safe_url(url)
-        self._secrets = _passwords(url)
+        self._safe_url = safe_url(url)
+        self._secrets = url_secrets(url)
         self._cluster = bool(cluster)
         problem: str | None = None
         try:
@@ -479,12 +216,12 @@ class RedisLimiter(SharedLimiter):
             # not kept as the context.
             raise ValueError(f"url: {problem}")
         self._namespace = namespace
-        self._admit_script: AsyncScript = self._redis.register_script(_ADMIT)
-        self._check_script: AsyncScript = self._redis.register_script(_CHECK)
-        self._draw_script: AsyncScript = self._redis.register_script(_DRAW)
-        self._reseed_script: AsyncScript = self._redis.register_script(_RESEED)
-        self._answered_script: AsyncScript = self._redis.register_script(_ANSWERED)
-        self._pause_script: AsyncScript = self._redis.register_script(_PAUSE)
+        self._admit_script: AsyncScript = self._redis.register_script(lua_script("admit"))
+        self._check_script: AsyncScript = self._redis.register_script(lua_script("check"))
+        self._draw_script: AsyncScript = self._redis.register_script(lua_script("draw"))
+        self._reseed_script: AsyncScript = self._redis.register_script(lua_script("reseed"))
+        self._answered_script: AsyncScript = self._redis.register_script(lua_script("answered"))
+        self._pause_script: AsyncScript = self._redis.register_script(lua_script("pause"))
         self._keys: dict[str, _KeyState] = {}
         # Members and generation tokens must be unique across every process: pid and random
         # bits, then a counter.
@@ -521,9 +258,7 @@ class RedisLimiter(SharedLimiter):
         return f"{self._key_prefix(key_id)}:generation"
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return mask_text(text, self._secrets)
 
     async def _run(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         from redis.exceptions import ConnectionError as RedisConnectionError

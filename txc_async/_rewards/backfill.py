@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .._errors import InvalidParameterError, named_iterator
+from .._errors import InvalidParameterError
 from .._models import MiningReward
+from .._naming import named_iterator
 from .._operations import Operation
 from .._validate import check_account_filter, check_int_range, check_time_range
 from .ledger import RewardLedger, check_rewards
