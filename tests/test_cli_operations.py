@@ -536,3 +536,21 @@ def test_help_imports_no_table_plot_or_completion_library() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=True)
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_parsers_formats_are_the_backfills(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from txc_async._export import FORMATS
+    from txc_async.cli._parser import FORMATS as PARSER_FORMATS
+
+    assert PARSER_FORMATS == FORMATS
+    # The --limiter default is worked out when used, and checked as a given value is.
+    _isolate(monkeypatch, tmp_path)
+    monkeypatch.setenv("TXC_LIMITER", "ftp://h")
+    code, _, err = run(capsys, "backfill-rewards", "--start", "2024-01-01", "--end",
+                       "2024-01-02", "--out", str(tmp_path / "r.jsonl"))
+    assert code == 2 and err.startswith("txc-async: error: argument --limiter: unknown limiter")
+    monkeypatch.setenv("TXC_LIMITER", "memory://")
+    code, out, _ = run(capsys, "backfill-rewards", "--help")
+    assert code == 0 and "(default: memory://)" in out

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._app import describe, main
-from ._arguments import end_time as _end  # noqa: F401 - the name tests and callers use
-from ._arguments import last_whole_day_end
-from ._arguments import start_time as _start  # noqa: F401 - the name tests and callers use
-from ._parser import build_parser
+# Re-exported under the names the command line's tests and earlier callers use.
+from ._app import describe as describe
+from ._app import main
+from ._arguments import end_time as _end  # noqa: F401
+from ._arguments import last_whole_day_end as last_whole_day_end
+from ._arguments import start_time as _start  # noqa: F401
+from ._parser import build_parser as build_parser
 
 if TYPE_CHECKING:
-    from ._backfill import Progress
+    from ._backfill import Progress as Progress
 
-__all__ = ["Progress", "build_parser", "describe", "last_whole_day_end", "main"]
+__all__ = ["main"]
 
 
 def __getattr__(name: str) -> object:

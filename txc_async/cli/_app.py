@@ -7,7 +7,6 @@ answer was lost), 130 interrupted. Errors are one line, ``txc-async: error: ...`
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import sys
@@ -75,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "completion":
         return _completion(args.shell)
+    import asyncio
+
     from ._execute import RunState
 
     state = RunState()

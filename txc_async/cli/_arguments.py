@@ -1,5 +1,6 @@
 """What the command line's arguments may be: one-line usage errors, dates, numbers, names.
 
+The library's checks are imported when an argument needs them, not to print ``--help``.
 Each argument type turns a word of the command line into the value a command uses, or says in
 one line why it cannot (argparse prefixes the flag: ``argument --start: ...``, exit status 2).
 """
@@ -11,9 +12,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import NoReturn
-
-from txc_async._limiter_url import check_limiter_url
-from txc_async._validate import MAX_UNIX_TIME, check_account_filter
 
 PROG = "txc-async"
 DAY = 86_400
@@ -55,6 +53,8 @@ def _parse_time(text: str, *, end_of_day: bool) -> int:
 
     A bare date means the start of that day in UTC, or its last second for ``--end``.
     """
+    from txc_async._validate import MAX_UNIX_TIME
+
     text = text.strip()
     seconds = _read_time(text, end_of_day)
     # The API's range, checked here so that a mistake is a usage error (exit status 2).
@@ -135,6 +135,8 @@ def shard(text: str) -> tuple[int, int]:
 
 def account(text: str) -> str:
     """A mining account filter: any name the service may hold (no control characters)."""
+    from txc_async._validate import check_account_filter
+
     try:
         return check_account_filter(text)
     except ValueError as exc:
@@ -144,6 +146,8 @@ def account(text: str) -> str:
 
 def limiter(text: str) -> str:
     """A limiter URL: ``memory://``, ``sqlite:///FILE``, ``redis://...``."""
+    from txc_async._limiter_url import check_limiter_url
+
     try:
         check_limiter_url(text)
     except ValueError as exc:

@@ -31,7 +31,7 @@ from txc_async._export import (
 from txc_async._limiter_url import limiter_from_url
 from txc_async._ratelimit import Limiter
 
-from ._arguments import UsageError, last_whole_day_end
+from ._arguments import UsageError, last_whole_day_end, limiter
 from ._profiles import load_settings
 
 #: How often a progress display that is not a terminal prints a line.
@@ -196,7 +196,7 @@ async def run_backfill(args: argparse.Namespace) -> int:
     # A pipe, a terminal or /dev/stdout is streamed to: it has no place for state.
     streaming = args.out == "-" or _is_stream(args.out)
     fmt = _output_format("-" if streaming else args.out, args.format)
-    limiter: Limiter = limiter_from_url(args.limiter)
+    limiter: Limiter = limiter_from_url(_limiter_url(args.limiter))
     settings = load_settings(args.profile)
     async with Client(
         settings.api_key, settings.api_secret,
@@ -226,6 +226,16 @@ async def run_backfill(args: argparse.Namespace) -> int:
             display.close()
     print(_summary_line(summary, "stdout" if args.out == "-" else args.out), file=sys.stderr)
     return 0
+
+
+def _limiter_url(given: object) -> str:
+    """``--limiter``, or its default checked as a given value is (a usage error when bad)."""
+    if isinstance(given, str):
+        return given
+    try:
+        return limiter(str(given))
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"argument --limiter: {exc}") from None
 
 
 def _is_stream(out: str) -> bool:

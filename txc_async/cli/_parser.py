@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import os
 
-from txc_async import __version__
-from txc_async._export import FORMATS
-from txc_async._limiter_url import default_limiter_url
+from txc_async._version import __version__
 
 from . import _arguments as types
 from ._arguments import PROG, Help, Parser
 
+#: The output formats of backfill-rewards (txc_async._export.FORMATS, which a test compares
+#: with this: that module is not imported to print --help).
+FORMATS = ("jsonl", "csv", "parquet")
 CREDENTIALS = (
     "Credentials and settings come from the environment (TXC_API_KEY, TXC_API_SECRET, "
     "TXC_BASE_URL, TXC_LIMITER, TXC_OAUTH_CLIENT_ID, TXC_OAUTH_CLIENT_SECRET, "
@@ -23,6 +24,16 @@ CREDENTIALS = (
     "$XDG_CONFIG_HOME/txc-async/config.toml; secrets are never taken as arguments. "
     "Exit status: 0 done, 1 failed, 2 usage error, 3 a write that may have taken effect."
 )
+
+
+class LimiterDefault:
+    """The default of ``--limiter``: ``TXC_LIMITER``, else a SQLite file in this user's cache
+    directory; worked out when it is shown or used, so that ``--help`` imports no limiter."""
+
+    def __str__(self) -> str:
+        from txc_async._limiter_url import default_limiter_url
+
+        return os.environ.get("TXC_LIMITER") or default_limiter_url()
 
 
 def _example(*lines: str) -> str:
@@ -223,8 +234,7 @@ def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:
     backfill.add_argument("--concurrency", type=types.concurrency, default=8,
                           help="pieces walked at once")
     backfill.add_argument(
-        "--limiter", type=types.limiter,
-        default=os.environ.get("TXC_LIMITER") or default_limiter_url(),
+        "--limiter", type=types.limiter, default=LimiterDefault(),
         help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
         "(every process of this machine), redis://host:port/db (every machine) or memory:// "
         "(this run only) (environment: TXC_LIMITER)",
