@@ -127,6 +127,8 @@ def test_a_bad_flag_value_is_refused_by_the_clients_check_before_sending(
     assert err.startswith("txc-async: error: --ticker: must be 1 to 20 letters or digits")
     code, _, err = run(capsys, "mining", "rewards", "--limit", "101")
     assert code == 2 and "--limit: " in err and "100" in err
+    code, _, err = run(capsys, "investments", "--all", "--ticker", "B-C")
+    assert code == 2 and err.startswith("txc-async: error: --ticker: ")
     assert sent(box) == 0
 
 
@@ -554,3 +556,29 @@ def test_the_parsers_formats_are_the_backfills(
     monkeypatch.setenv("TXC_LIMITER", "memory://")
     code, out, _ = run(capsys, "backfill-rewards", "--help")
     assert code == 0 and "(default: memory://)" in out
+
+
+async def test_an_order_interrupted_while_under_way_exits_3_and_names_its_id(
+    tmp_path: Path,
+) -> None:
+    import signal
+
+    async with Sandbox() as sandbox:
+        sandbox.faults.add(ORDER_PATH, "slow", delay=3.0, execute=True)
+        env = os.environ | {"TXC_BASE_URL": sandbox.url, "TXC_API_KEY": sandbox.api_key,
+                            "TXC_API_SECRET": sandbox.api_secret,
+                            "XDG_CACHE_HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "txc_async", *ORDER, "--client-order-id", "stop-7", "--yes",
+            env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(200):
+            if sandbox.stats.received[ORDER_PATH]:
+                break
+            await asyncio.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 3 and out == b""
+        assert b"may have taken effect" in err and b"client order id stop-7" in err
+        assert sandbox.stats.received[ORDER_PATH] == 1

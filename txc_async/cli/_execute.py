@@ -38,6 +38,8 @@ async def run_operation(args: argparse.Namespace, state: RunState) -> int:
             output.json(describe(request, settings.api_key))
         else:
             print(render(request, settings.api_key), file=output.stream)
+        for note in invocation.notes:
+            print(note, file=sys.stderr)
         print("dry run: nothing was sent", file=sys.stderr)
         return 0
     if args.operation in CONFIRMED and invocation.write is not None:
@@ -97,20 +99,32 @@ def _flag_error(error: txc_async.InvalidParameterError, invocation: Invocation) 
 async def _send(
     invocation: Invocation, client: txc_async.Client, output: Output, state: RunState
 ) -> int:
+    # Pending until the call ends: an interruption (a cancellation) leaves it set, so that the
+    # message says the write may have taken effect.
     state.pending = invocation.write
     try:
         if invocation.walk is not None:
-            return await _walk(invocation, client, output)
-        result = await invocation.call(client)
+            status = await _walk(invocation, client, output)
+        else:
+            status = invocation.show(output, await _call(invocation, client))
     except txc_async.InvalidParameterError as exc:
+        state.pending = None
         raise _flag_error(exc, invocation) from None
+    except Exception:
+        state.pending = None
+        raise
+    state.pending = None
+    return status
+
+
+async def _call(invocation: Invocation, client: txc_async.Client) -> object:
+    """The operation's result; its refusals and lost answers as the command line names them."""
+    try:
+        return await invocation.call(client)
     except txc_async.TransportError as exc:
         if invocation.write is not None and may_have_taken_effect(exc):
             raise lost_answer(invocation.write, exc) from None
         raise
-    finally:
-        state.pending = None
-    return invocation.show(output, result)
 
 
 async def _walk(invocation: Invocation, client: txc_async.Client, output: Output) -> int:

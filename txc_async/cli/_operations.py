@@ -115,7 +115,9 @@ def _show_fields(title: str) -> Show:
 def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocation:
     notes = []
     order_id = args.client_order_id
-    if order_id is None and not args.dry_run:
+    if order_id is None and args.dry_run:
+        notes.append("no --client-order-id: one is made up when the order is sent")
+    elif order_id is None:
         order_id = new_client_order_id()
         notes.append(f"client order id {order_id} (made up, since none was given: look for "
                      "it if the answer is lost)")
