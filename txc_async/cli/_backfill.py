@@ -1,0 +1,254 @@
+"""``backfill-rewards``: a resumable backfill of mining rewards, and its progress on stderr.
+
+Progress and summaries go to stderr; stdout carries only the rows of ``--out -``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import stat
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import BinaryIO, Never, TextIO
+
+from tqdm import tqdm
+
+from txc_async._client import DEFAULT_BASE_URL, Client
+from txc_async._export.run import (
+    BackfillProgress,
+    BackfillSummary,
+    Format,
+    backfill_to_file,
+    backfill_to_stream,
+    format_moment,
+)
+from txc_async._limiters.base import Limiter
+from txc_async._limiters.url import limiter_from_url
+
+from ._arguments import UsageError, last_whole_day_end, limiter
+from ._profiles import load_settings
+
+#: How often a progress display that is not a terminal prints a line.
+PLAIN_PROGRESS_EVERY = 10.0
+
+
+class Progress:
+    """The progress of a backfill on stderr, drawn by tqdm.
+
+    On a terminal the bar is redrawn at least once a second (a ticker keeps it moving while no
+    page arrives) and says when requests wait for rate-limit budget and for about how long; on
+    anything else a plain line is printed every ``PLAIN_PROGRESS_EVERY`` seconds. It ends at 100 %.
+    """
+
+    def __init__(
+        self, client: Client, stream: TextIO, *, label: str = "backfill",
+        terminal: bool | None = None, plain_every: float = PLAIN_PROGRESS_EVERY,
+    ) -> None:
+        self._client = client
+        self._stream = stream
+        self._terminal = stream.isatty() if terminal is None else terminal
+        self._plain_every = plain_every
+        self._label = label
+        self._progress = BackfillProgress()
+        self._samples: deque[tuple[float, int]] = deque(
+            [(time.monotonic(), client.stats.requests)]
+        )
+        self._last_plain = time.monotonic()
+        self._bar: tqdm[Never] | None = None
+        if self._terminal:
+            size = shutil.get_terminal_size()
+            self._bar = tqdm(
+                total=100, file=stream, desc=label, unit="%",
+                # A terminal that reports no size (0 x 0) gets the usual 80 x 24 instead of
+                # no bar at all.
+                ncols=size.columns, nrows=size.lines,
+                bar_format="{desc}: {percentage:5.1f}%|{bar:12}| {elapsed}{postfix}",
+                mininterval=0.2,
+            )
+        self._ticker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            self._draw()
+
+    def __call__(self, progress: BackfillProgress) -> None:
+        self._progress = progress
+        if progress.finished:
+            self._draw(force=True)
+
+    def status(self, now: float | None = None) -> str:
+        """The postfix: records, requests, rate, and what the run is waiting for."""
+        now = time.monotonic() if now is None else now
+        progress = self._progress
+        requests = self._client.stats.requests
+        samples = self._samples
+        samples.append((now, requests))
+        limit = self._client.rate_limits["mining_rewards"]
+        while len(samples) > 2 and samples[1][0] <= now - limit.per_seconds - 1:
+            samples.popleft()
+        elapsed = max(now - progress.started, 1e-9)
+        parts = [
+            f"{progress.records_before + progress.records:,} records",
+            f"{requests:,} requests",
+            f"{progress.records / elapsed:,.0f} records/s",
+        ]
+        if progress.finished:
+            return ", ".join(parts)
+        # Requests this client sent in the last window of the scope's budget.
+        quiet_since = next(
+            (t for t, n in reversed(samples) if n != requests), samples[0][0]
+        )
+        # The count at the window's start: the last sample at or before it, else the first.
+        base = samples[0][1]
+        for t, n in samples:
+            if t > now - limit.per_seconds:
+                break
+            base = n
+        sent = requests - base
+        # What the run waits for comes first, so that a narrow terminal still shows it.
+        if now - quiet_since >= 1.0 and sent >= limit.max_requests:
+            # Budget returns when the request max_requests back leaves the window.
+            target = requests - limit.max_requests + 1
+            freed = next((t for t, n in samples if n >= target), now) + limit.per_seconds
+            parts.insert(0, f"waiting for rate-limit budget, ~{max(0.0, freed - now):.0f} s")
+        elif now - quiet_since >= 2.0:
+            parts.insert(0, f"waiting for answers ({now - quiet_since:.0f} s)")
+        elif progress.fraction > 0.01:
+            left = elapsed * (1 - progress.fraction) / progress.fraction
+            parts.append(f"~{left:,.0f} s left")
+        return ", ".join(parts)
+
+    def _draw(self, force: bool = False) -> None:
+        percent = 100.0 * (1.0 if self._progress.finished else min(self._progress.fraction, 1.0))
+        now = time.monotonic()
+        if self._bar is not None:
+            self._bar.n = percent
+            self._bar.set_postfix_str(self.status(now), refresh=False)
+            self._bar.refresh()
+            return
+        if force or now - self._last_plain >= self._plain_every:
+            self._last_plain = now
+            line = tqdm.format_meter(
+                percent, 100, now - self._progress.started, prefix=self._label,
+                bar_format="{desc}: {percentage:5.1f}% after {elapsed}{postfix}",
+                postfix=self.status(now),
+            )
+            print(line, file=self._stream, flush=True)
+
+    def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _summary_line(summary: BackfillSummary, where: str) -> str:
+    if summary.complete_already:
+        return (f"{where}: already complete ({summary.records_before:,} records); "
+                "nothing to fetch")
+    parts = [f"{where}: {summary.records_written:,} records written"]
+    if summary.records_before:
+        parts[0] += f" after {summary.records_before:,} kept from before"
+    if summary.repaired:
+        parts.append(f"repaired ({summary.repaired})")
+    if summary.extended_from is not None:
+        parts.append(f"extended from {format_moment(summary.extended_from, end=True)}")
+    parts += [f"{summary.accounts} accounts", f"{summary.requests:,} requests",
+              f"{summary.elapsed:.1f} s"]
+    return ", ".join(parts)
+
+
+def _output_format(out: str, chosen: str | None) -> Format:
+    if out == "-":
+        if chosen not in (None, "jsonl"):
+            raise UsageError("--out - streams JSON lines; use --format jsonl or a file")
+        return "jsonl"
+    if chosen is not None:
+        return chosen  # type: ignore[return-value]
+    path = Path(out)
+    if path.suffix.lower() == ".csv":
+        return "csv"
+    if path.suffix.lower() == ".parquet" or path.is_dir():
+        return "parquet"
+    return "jsonl"
+
+
+async def run_backfill(args: argparse.Namespace) -> int:
+    """``backfill-rewards``: every reward of the range to a file, a dataset or stdout."""
+    end = last_whole_day_end() if args.end is None else args.end
+    if args.start > end:
+        raise UsageError(
+            f"--start {format_moment(args.start)} is after --end {format_moment(end, end=True)}"
+            + (" (the last whole UTC day, the default)" if args.end is None else "")
+        )
+    # A pipe, a terminal or /dev/stdout is streamed to: it has no place for state.
+    streaming = args.out == "-" or _is_stream(args.out)
+    fmt = _output_format("-" if streaming else args.out, args.format)
+    limiter: Limiter = limiter_from_url(_limiter_url(args.limiter))
+    settings = load_settings(args.profile)
+    async with Client(
+        settings.api_key, settings.api_secret,
+        base_url=settings.base_url or DEFAULT_BASE_URL, limiter=limiter,
+    ) as client:
+        display = Progress(client, sys.stderr)
+        display.start()
+        try:
+            if streaming:
+                with contextlib.ExitStack() as stack:
+                    stream: BinaryIO = (
+                        sys.stdout.buffer if args.out == "-"
+                        else stack.enter_context(open(args.out, "wb"))  # noqa: ASYNC230
+                    )
+                    summary = await backfill_to_stream(
+                        client, start=args.start, end=end, stream=stream,
+                        accounts=args.account, concurrency=args.concurrency, shard=args.shard,
+                        on_progress=display,
+                    )
+            else:
+                summary = await backfill_to_file(
+                    client, start=args.start, end=end, path=Path(args.out), fmt=fmt,
+                    accounts=args.account, concurrency=args.concurrency, shard=args.shard,
+                    on_progress=display,
+                )
+        finally:
+            display.close()
+    print(_summary_line(summary, "stdout" if args.out == "-" else args.out), file=sys.stderr)
+    return 0
+
+
+def _limiter_url(given: object) -> str:
+    """``--limiter``, or its default checked as a given value is (a usage error when bad)."""
+    if isinstance(given, str):
+        return given
+    try:
+        return limiter(str(given))
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"argument --limiter: {exc}") from None
+
+
+def _is_stream(out: str) -> bool:
+    """Whether ``out`` names something other than a regular file or a directory."""
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def resumable(args: argparse.Namespace) -> bool:
+    """Whether rerunning the interrupted command resumes it (it writes to a file)."""
+    return (
+        args.command == "backfill-rewards" and args.out != "-" and not _is_stream(args.out)
+    )

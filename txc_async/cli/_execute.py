@@ -1,0 +1,142 @@
+"""How an operation command runs: settings, then a dry run, or a confirmed write, or a read;
+the client's refusals as usage errors naming the flag; a write's lost answer as exit status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+import txc_async
+
+from ._arguments import UsageError
+from ._dry_run import CapturedRequest, capture, describe, render
+from ._operations import COMMANDS, CONFIRMED, Invocation
+from ._profiles import ConfigError, Settings, load_settings
+from ._render import Output
+from ._writes import Write, confirm, lost_answer, may_have_taken_effect
+
+
+@dataclass
+class RunState:
+    """What the command is doing now, for the message of an interruption."""
+
+    #: A write under way: interrupted now, it may have taken effect.
+    pending: Write | None = None
+
+
+async def run_operation(args: argparse.Namespace, state: RunState) -> int:
+    """Run the operation command ``args.operation``; returns the exit status."""
+    settings = load_settings(args.profile)
+    invocation = COMMANDS[args.operation](args, settings)
+    output = Output(json_mode=args.json)
+    base_url = settings.base_url or txc_async.DEFAULT_BASE_URL
+    if args.dry_run:
+        request = await _first_request(invocation, base_url)
+        if output.json_mode:
+            output.json(describe(request, settings.api_key))
+        else:
+            print(render(request, settings.api_key), file=output.stream)
+        for note in invocation.notes:
+            print(note, file=sys.stderr)
+        print("dry run: nothing was sent", file=sys.stderr)
+        return 0
+    if args.operation in CONFIRMED and invocation.write is not None:
+        if not settings.api_key:
+            raise ConfigError(f"{invocation.write.command} needs an API key (TXC_API_KEY and "
+                              "TXC_API_SECRET, or a profile's api_key and api_secret); "
+                              "nothing was sent")
+        # The client checks every flag before anything is asked.
+        request = await _first_request(invocation, base_url)
+        confirm(invocation.write, render(request, settings.api_key), yes=args.yes,
+                stdin=sys.stdin, stderr=sys.stderr)
+    for note in invocation.notes:
+        print(note, file=sys.stderr)
+    async with _client(settings, base_url) as client:
+        return await _send(invocation, client, output, state)
+
+
+def _client(settings: Settings, base_url: str) -> txc_async.Client:
+    """The client of a real call. Its budgets and nonces are shared by every process of this
+    machine by default (a SQLite file), so that scripts running commands one after another,
+    or at once, stay within the limits and never reuse a nonce."""
+    from txc_async._limiters.url import default_limiter_url, limiter_from_url
+
+    try:
+        limiter = limiter_from_url(settings.limiter or default_limiter_url())
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        return txc_async.Client(settings.api_key, settings.api_secret, base_url=base_url,
+                                limiter=limiter)
+    raise ConfigError(f"the limiter (TXC_LIMITER or a profile's limiter): {problem}")
+
+
+async def _first_request(invocation: Invocation, base_url: str) -> CapturedRequest:
+    """The request the command would send first, built by the client and not sent."""
+
+    async def first(client: txc_async.Client) -> None:
+        if invocation.walk is None:
+            await invocation.call(client)
+            return
+        async for _ in invocation.walk(client):  # pragma: no branch - captured first
+            break
+
+    try:
+        return await capture(base_url, first)
+    except txc_async.InvalidParameterError as exc:
+        raise _flag_error(exc, invocation) from None
+
+
+def _flag_error(error: txc_async.InvalidParameterError, invocation: Invocation) -> Exception:
+    """A refused parameter: a usage error naming its flag when a flag gave it, else as is."""
+    if error.parameter in invocation.parameters:
+        return UsageError(f"--{error.parameter.replace('_', '-')}: {error.rule}")
+    return error
+
+
+async def _send(
+    invocation: Invocation, client: txc_async.Client, output: Output, state: RunState
+) -> int:
+    # Pending until the call ends: an interruption (a cancellation) leaves it set, so that the
+    # message says the write may have taken effect.
+    state.pending = invocation.write
+    try:
+        if invocation.walk is not None:
+            status = await _walk(invocation, client, output)
+        else:
+            status = invocation.show(output, await _call(invocation, client))
+    except txc_async.InvalidParameterError as exc:
+        state.pending = None
+        raise _flag_error(exc, invocation) from None
+    except Exception:
+        state.pending = None
+        raise
+    state.pending = None
+    return status
+
+
+async def _call(invocation: Invocation, client: txc_async.Client) -> object:
+    """The operation's result; its refusals and lost answers as the command line names them."""
+    try:
+        return await invocation.call(client)
+    except txc_async.TransportError as exc:
+        if invocation.write is not None and may_have_taken_effect(exc):
+            raise lost_answer(invocation.write, exc) from None
+        raise
+
+
+async def _walk(invocation: Invocation, client: txc_async.Client, output: Output) -> int:
+    """``--all``: every record of every page, as JSON lines or one table."""
+    assert invocation.walk is not None
+    records = invocation.walk(client)
+    if output.json_mode:
+        count = 0
+        async for record in records:
+            output.json(record)
+            count += 1
+    else:
+        count = output.records([record async for record in records], invocation.title)
+    print(f"{count:,} records", file=sys.stderr)
+    return 0

@@ -1,0 +1,76 @@
+"""A hashrate series as an operator reads it: in a unit that suits its size (H/s to EH/s),
+as a table or drawn in the terminal (plotext, imported only for ``--plot``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import TextIO
+
+import txc_async
+
+UNITS = ("H/s", "kH/s", "MH/s", "GH/s", "TH/s", "PH/s", "EH/s")
+_WITH_UNIT = re.compile(r"\s*([0-9.]+)\s*([kKMGTPE]?)H/s\s*")
+_PREFIXES = {"": 0, "k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+def hashes_per_second(text: str) -> Decimal | None:
+    """A hashrate in H/s: plain numbers (what the service sends) or with a unit ("1 TH/s")."""
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        pass
+    match = _WITH_UNIT.fullmatch(text)
+    if match is None:
+        return None
+    number: str = match[1]
+    prefix: str = match[2]
+    return Decimal(number) * Decimal(1000) ** _PREFIXES[prefix]
+
+
+def unit_for(values: Sequence[Decimal]) -> tuple[str, Decimal]:
+    """The unit that shows the largest value with 1 to 3 digits before the point, and its size."""
+    largest = max((abs(v) for v in values), default=Decimal(0))
+    step = 0
+    while step < len(UNITS) - 1 and largest >= 1000 ** (step + 1):
+        step += 1
+    return UNITS[step], Decimal(1000) ** step
+
+
+def scaled_rows(series: txc_async.Hashrate) -> list[dict[str, str]]:
+    """The series' points as table rows, hashrates in one unit for the whole series."""
+    values = [hashes_per_second(point.hashrate) for point in series.hashrate]
+    unit, size = unit_for([v for v in values if v is not None])
+    rows = []
+    for point, value in zip(series.hashrate, values, strict=True):
+        rows.append({
+            "timestamp": str(point.timestamp),
+            f"hashrate ({unit})": point.hashrate if value is None else f"{value / size:,.2f}",
+            "reject_rate": "" if point.reject_rate is None else str(point.reject_rate),
+        })
+    return rows
+
+
+def plot(series: txc_async.Hashrate, stream: TextIO, *, terminal: bool) -> None:
+    """Draw the series (in its unit) with plotext."""
+    import plotext as plt
+
+    points = [(p.timestamp, hashes_per_second(p.hashrate)) for p in series.hashrate]
+    known = [(t, v) for t, v in points if v is not None]
+    unit, size = unit_for([v for _, v in known])
+    plt.clear_figure()
+    plt.date_form("Y-m-d H:M")
+    times = [datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M") for t, _ in known]
+    # Floats only to draw: the plot shows the series, nothing is computed from them.
+    plt.plot(times, [float(v / size) for _, v in known], marker="braille")
+    plt.title(f"hashrate of {series.account} ({unit}, UTC)")
+    plt.ylabel(unit)
+    size_now = shutil.get_terminal_size()
+    plt.plotsize(max(40, size_now.columns), max(12, min(size_now.lines - 2, 30)))
+    drawing = plt.build()
+    # Colours only where a terminal shows them.
+    print(drawing if terminal else plt.uncolorize(drawing), file=stream, flush=True)

@@ -1,0 +1,242 @@
+"""The eight operations of the API as commands: what each calls, and how its result is shown.
+
+Every command hands its flags to the client as they were typed: the client checks them (a bad
+value is a usage error naming the flag) and builds the request, real or ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import txc_async
+
+from ._arguments import UsageError
+from ._profiles import ConfigError, Settings
+from ._render import Output
+from ._writes import Write, new_client_order_id
+
+Call = Callable[[txc_async.Client], Awaitable[object]]
+Walk = Callable[[txc_async.Client], AsyncIterator[object]]
+#: Writes a command's result; returns the exit status.
+Show = Callable[[Output, object], int]
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One operation as a command runs it.
+
+    ``parameters``: the client's parameters that come from flags, so that the client's refusal
+    of one is a usage error naming its flag. ``walk``: every page (``--all``), else ``call``.
+    """
+
+    call: Call
+    show: Show
+    parameters: frozenset[str] = frozenset()
+    walk: Walk | None = None
+    title: str = ""
+    write: Write | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _given(**values: object) -> dict[str, Any]:
+    """The keyword arguments whose flags were given."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _paged(args: argparse.Namespace, filters: dict[str, Any]) -> dict[str, Any]:
+    """The page's limit and offset, refused with ``--all`` (which walks every page)."""
+    if args.all and (args.limit is not None or args.offset is not None):
+        raise UsageError("--all walks every page: leave out --limit and --offset")
+    return filters | _given(limit=args.limit, offset=args.offset)
+
+
+def _ping(args: argparse.Namespace, settings: Settings) -> Invocation:
+    def show(output: Output, alive: object) -> int:
+        if output.json_mode:
+            output.json({"pong": alive is True})
+        else:
+            print("pong" if alive is True else "unexpected answer", file=output.stream)
+        return 0 if alive is True else 1
+
+    return Invocation(lambda client: client.ping(), show)
+
+
+def _balance(args: argparse.Namespace, settings: Settings) -> Invocation:
+    ticker: str | None = args.ticker
+
+    def show(output: Output, balance: object) -> int:
+        assert isinstance(balance, dict)
+        output.fields(dict(sorted(balance.items())), "main balance",
+                      columns=("ticker", "main balance"))
+        return 0
+
+    return Invocation(lambda client: client.main_balance(ticker=ticker), show,
+                      frozenset({"ticker"}) if ticker is not None else frozenset())
+
+
+def _investments(args: argparse.Namespace, settings: Settings) -> Invocation:
+    status = {"active": txc_async.InvestmentStatus.ACTIVE,
+              "closed": txc_async.InvestmentStatus.CLOSED}.get(args.status or "")
+    filters = _given(id=args.id, ticker=args.ticker, status=status)
+    page = _paged(args, filters)
+
+    def call(client: txc_async.Client) -> Awaitable[object]:
+        return client.investments_history(**page)
+
+    def walk(client: txc_async.Client) -> AsyncIterator[object]:
+        return client.iter_investments_history(**filters)
+
+    def show(output: Output, result: object) -> int:
+        assert isinstance(result, txc_async.InvestmentsPage)
+        return _show_page(output, result, result.records, "investments")
+
+    return Invocation(call, show, frozenset(page), walk if args.all else None, "investments")
+
+
+def _show_page(output: Output, page: object, records: Sequence[object], title: str) -> int:
+    if output.json_mode:
+        output.json(page)
+    else:
+        output.records(records, title)
+    return 0
+
+
+def _show_fields(title: str) -> Show:
+    def show(output: Output, result: object) -> int:
+        output.fields(result, title)
+        return 0
+
+    return show
+
+
+def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocation:
+    notes = []
+    order_id = args.client_order_id
+    if order_id is None and args.dry_run:
+        notes.append("no --client-order-id: one is made up when the order is sent")
+    elif order_id is None:
+        order_id = new_client_order_id()
+        notes.append(f"client order id {order_id} (made up, since none was given: look for "
+                     "it if the answer is lost)")
+    params = _given(
+        market=args.market, side=args.side, amount=args.amount, price=args.price,
+        activation_price=args.activation_price, stop_loss=args.stop_loss,
+        take_profit=args.take_profit, client_order_id=order_id,
+        position_side=args.position_side, reduce_only=True if args.reduce_only else None,
+        stp=args.stp,
+    )
+    write = Write(
+        "order stop-limit", "Place this order",
+        f"Look for client order id {order_id} among the orders of {args.market} before "
+        "placing it again.",
+    )
+
+    def call(client: txc_async.Client) -> Awaitable[object]:
+        return client.collateral_stop_limit_order(**params)
+
+    return Invocation(call, _show_fields("collateral stop-limit order"), frozenset(params),
+                      write=write, notes=notes)
+
+
+def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invocation:
+    params = _given(name=args.name, referral_code=args.referral_code)
+    write = Write(
+        "mining create-account", "Create this mining account",
+        f"Check whether it exists before creating it again: txc-async mining hashrate "
+        f"--account {args.name} answers 'Account not found' for an account that does not.",
+    )
+
+    def call(client: txc_async.Client) -> Awaitable[object]:
+        return client.create_mining_account(**params)
+
+    return Invocation(call, _show_fields("mining account"), frozenset(params), write=write)
+
+
+def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
+    filters = _given(account=args.account, start=args.start, end=args.end)
+    page = _paged(args, filters)
+
+    def call(client: txc_async.Client) -> Awaitable[object]:
+        return client.mining_rewards(**page)
+
+    def walk(client: txc_async.Client) -> AsyncIterator[object]:
+        return client.iter_mining_rewards(**filters)
+
+    def show(output: Output, result: object) -> int:
+        assert isinstance(result, txc_async.RewardsPage)
+        return _show_page(output, result, list(result.data), "mining rewards")
+
+    return Invocation(call, show, frozenset(page), walk if args.all else None, "mining rewards")
+
+
+def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation:
+    from ._hashrate import plot, scaled_rows
+
+    if args.plot and args.json:
+        raise UsageError("--plot draws the series; leave out --json (or --plot)")
+    params = _given(account=args.account, start=args.start, end=args.end,
+                    interval=args.interval)
+
+    def call(client: txc_async.Client) -> Awaitable[object]:
+        return client.mining_hashrate(**params)
+
+    def show(output: Output, series: object) -> int:
+        assert isinstance(series, txc_async.Hashrate)
+        if output.json_mode or not (output.terminal or args.plot):
+            return _show_page(output, series, list(series.hashrate), "hashrate")
+        if not series.hashrate:
+            print(f"no hashrate points for {series.account} in this range", file=output.errors)
+        elif args.plot:
+            plot(series, output.stream, terminal=output.terminal)
+        else:
+            output.rows(scaled_rows(series), f"hashrate of {series.account}")
+        return 0
+
+    return Invocation(call, show, frozenset(params))
+
+
+def _refresh_oauth_token(args: argparse.Namespace, settings: Settings) -> Invocation:
+    values = {
+        "client_id": (settings.oauth_client_id, "TXC_OAUTH_CLIENT_ID"),
+        "client_secret": (settings.oauth_client_secret, "TXC_OAUTH_CLIENT_SECRET"),
+        "refresh_token": (settings.oauth_refresh_token, "TXC_OAUTH_REFRESH_TOKEN"),
+    }
+    missing = [variable for value, variable in values.values() if not value]
+    if missing:
+        raise ConfigError(f"oauth refresh needs {', '.join(missing)} (in the environment, or "
+                         "oauth_* keys of a profile); secrets are never taken as arguments")
+    client_id, client_secret, refresh_token = (value or "" for value, _ in values.values())
+    write = Write("oauth refresh", "Refresh the token",
+                  "The refresh token may have been used up: if it is refused now, authorize "
+                  "the application again for a new one.")
+
+    def call(client: txc_async.Client) -> Awaitable[object]:
+        return client.refresh_oauth_token(client_id=client_id, client_secret=client_secret,
+                                          refresh_token=refresh_token)
+
+    def show(output: Output, token: object) -> int:
+        output.fields(token, "OAuth token")
+        print("the refresh token given is no longer valid: keep the new one above",
+              file=output.errors)
+        return 0
+
+    return Invocation(call, show, write=write)
+
+
+#: Every operation command by its name on the command line.
+COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Invocation]] = {
+    "ping": _ping,
+    "balance": _balance,
+    "investments": _investments,
+    "order stop-limit": _stop_limit_order,
+    "mining create-account": _create_mining_account,
+    "mining rewards": _mining_rewards,
+    "mining hashrate": _mining_hashrate,
+    "oauth refresh": _refresh_oauth_token,
+}
+#: Writes that ask before they are sent (a token refresh is a write that needs no question:
+#: it is never re-sent either).
+CONFIRMED = frozenset({"order stop-limit", "mining create-account"})

@@ -1,0 +1,286 @@
+"""The command line's grammar: every command, its flags, its help and an example of it.
+
+Built with the standard library's argparse alone, so that ``txc-async --help`` imports nothing
+else; the commands import what they need when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from txc_async._version import __version__
+
+from . import _arguments as types
+from ._arguments import PROG, Help, Parser
+
+#: The output formats of backfill-rewards (txc_async._export.run.FORMATS, which a test compares
+#: with this: that module is not imported to print --help).
+FORMATS = ("jsonl", "csv", "parquet")
+CREDENTIALS = (
+    "Credentials and settings come from the environment (TXC_API_KEY, TXC_API_SECRET, "
+    "TXC_BASE_URL, TXC_LIMITER, TXC_OAUTH_CLIENT_ID, TXC_OAUTH_CLIENT_SECRET, "
+    "TXC_OAUTH_REFRESH_TOKEN), which wins over a profile of "
+    "$XDG_CONFIG_HOME/txc-async/config.toml; secrets are never taken as arguments. "
+    "Exit status: 0 done, 1 failed, 2 usage error, 3 a write that may have taken effect."
+)
+
+
+class LimiterDefault:
+    """The default of ``--limiter``: ``TXC_LIMITER``, else a SQLite file in this user's cache
+    directory; worked out when it is shown or used, so that ``--help`` imports no limiter."""
+
+    def __str__(self) -> str:
+        from txc_async._limiters.url import default_limiter_url
+
+        return os.environ.get("TXC_LIMITER") or default_limiter_url()
+
+
+def _example(*lines: str) -> str:
+    return "example:\n\n" + "\n".join(f"  {PROG} {line}" for line in lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command."""
+    parser = Parser(
+        prog=PROG, formatter_class=Help,
+        description=f"Client of the exchange API v4. {CREDENTIALS}",
+        epilog=_example("balance --ticker BTC", "mining hashrate --account pool-1 --plot"),
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument(
+        "--profile", metavar="NAME", default=None,
+        help="the [profiles.NAME] table of the configuration file (default: the 'default' "
+        "profile when there is one; environment variables win over it)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser,
+                                     metavar="COMMAND")
+    common = _common_options()
+    _add_reads(commands, common)
+    _add_writes(commands, common)
+    _add_mining(commands, common)
+    _add_backfill(commands)
+    _add_sandbox(commands)
+    _add_demo(commands)
+    _add_completion(commands)
+    return parser
+
+
+def _common_options() -> Parser:
+    """--profile, --json and --dry-run, taken by every operation after its name."""
+    common = Parser(add_help=False)
+    # SUPPRESS: given before the command, the value is not overwritten here.
+    common.add_argument("--profile", metavar="NAME", default=argparse.SUPPRESS,
+                        help="the [profiles.NAME] table of the configuration file "
+                        "(default: as given before the command, else 'default' if present)")
+    common.add_argument("--json", action="store_true",
+                        help="print JSON, amounts as strings (default: a table on a terminal, "
+                        "tab-separated lines elsewhere)")
+    common.add_argument("--dry-run", action="store_true",
+                        help="print the request that would be sent, key masked, and send "
+                        "nothing (default: send it)")
+    return common
+
+
+def _command(
+    commands: argparse._SubParsersAction[Parser], name: str, summary: str, example: str,
+    parents: list[Parser], operation: str | None = None,
+) -> Parser:
+    sub = commands.add_parser(
+        name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+        epilog=_example(example), formatter_class=Help, parents=parents,
+    )
+    if operation is not None:
+        sub.set_defaults(operation=operation)
+    return sub
+
+
+def _add_reads(commands: argparse._SubParsersAction[Parser],
+               common: Parser) -> None:
+    _command(commands, "ping", "check that the API answers", "ping", [common], "ping")
+    balance = _command(commands, "balance", "print the main-account balance",
+                       "balance --ticker BTC", [common], "balance")
+    balance.add_argument("--ticker", metavar="T",
+                         help="only this currency (default: every currency)")
+    investments = _command(
+        commands, "investments", "list the fixed-lending investments (B2B partner keys)",
+        "investments --status active --all --json", [common], "investments",
+    )
+    investments.add_argument("--id", metavar="ID", help="only this investment (default: any)")
+    investments.add_argument("--ticker", metavar="T", help="only this currency (default: any)")
+    investments.add_argument("--status", choices=("active", "closed"),
+                             help="only active or closed ones (default: both)")
+    _add_paging(investments, limit_default=100)
+
+
+def _add_paging(sub: Parser, *, limit_default: int) -> None:
+    sub.add_argument("--limit", type=types.whole_number, metavar="N",
+                     help=f"records per page, 1 to 100 (default: {limit_default})")
+    sub.add_argument("--offset", type=types.whole_number, metavar="N",
+                     help="records to skip, 0 to 10000 (default: 0)")
+    sub.add_argument("--all", action="store_true",
+                     help="walk every page; JSON lines with --json (default: one page)")
+
+
+def _add_writes(commands: argparse._SubParsersAction[Parser],
+                common: Parser) -> None:
+    order = commands.add_parser("order", help="place orders", formatter_class=Help,
+                                description="Place orders.")
+    kinds = order.add_subparsers(dest="order_command", required=True, parser_class=Parser)
+    stop = _command(
+        kinds, "stop-limit", "place a stop-limit order on the collateral market",
+        "order stop-limit --market BTC_USDT --side sell --amount 0.01 --price 59000 "
+        "--activation-price 60000 --client-order-id protect-1", [common], "order stop-limit",
+    )
+    stop.add_argument("--market", required=True, metavar="M", help="e.g. BTC_USDT")
+    stop.add_argument("--side", required=True, choices=("buy", "sell"), help="buy or sell")
+    for flag, meaning in (("--amount", "amount of the base currency"),
+                          ("--price", "limit price"),
+                          ("--activation-price", "price that activates the order")):
+        stop.add_argument(flag, required=True, metavar="A" if flag == "--amount" else "P",
+                          help=f"{meaning}, a decimal")
+    stop.add_argument("--stop-loss", metavar="P", help="stop-loss price (default: none)")
+    stop.add_argument("--take-profit", metavar="P", help="take-profit price (default: none)")
+    stop.add_argument("--client-order-id", metavar="ID",
+                      help="your id of the order, to look it up by (default: one is made up "
+                      "and printed before sending)")
+    stop.add_argument("--position-side", choices=("LONG", "SHORT", "BOTH"),
+                      help="position side (default: the service's)")
+    stop.add_argument("--reduce-only", action="store_true",
+                      help="only reduce an open position (default: not set)")
+    stop.add_argument("--stp", choices=("no", "cb", "cn", "co"),
+                      help="self-trade prevention (default: the service's)")
+    _add_yes(stop)
+
+
+def _add_yes(sub: Parser) -> None:
+    sub.add_argument("--yes", action="store_true",
+                     help="send without asking (default: ask on a terminal; without one, "
+                     "--yes is required)")
+
+
+def _add_mining(commands: argparse._SubParsersAction[Parser],
+                common: Parser) -> None:
+    mining = commands.add_parser("mining", help="mining-pool accounts, rewards and hashrate",
+                                 formatter_class=Help,
+                                 description="Mining-pool accounts, rewards and hashrate.")
+    kinds = mining.add_subparsers(dest="mining_command", required=True, parser_class=Parser)
+    create = _command(kinds, "create-account", "create a mining-pool account",
+                      "mining create-account --name rig_01 --yes", [common],
+                      "mining create-account")
+    create.add_argument("--name", required=True, metavar="NAME",
+                        help="letters, digits and underscores")
+    create.add_argument("--referral-code", metavar="CODE", help="a referral code (default: none)")
+    _add_yes(create)
+    rewards = _command(kinds, "rewards", "list mining rewards, newest first",
+                       "mining rewards --account pool-1 --start 2024-01-01 --all --json",
+                       [common], "mining rewards")
+    _add_range(rewards, account_help="only this account (default: every account)")
+    _add_paging(rewards, limit_default=30)
+    hashrate = _command(kinds, "hashrate", "print or plot the hashrate of a mining account",
+                        "mining hashrate --account pool-1 --interval 1h --plot", [common],
+                        "mining hashrate")
+    _add_range(hashrate, account_help="the mining account", required=True)
+    hashrate.add_argument("--interval", choices=("5m", "1h", "24h"),
+                          help="step of the series (default: the service's, 1h)")
+    hashrate.add_argument("--plot", action="store_true",
+                          help="draw the series in the terminal (default: a table)")
+    oauth = commands.add_parser("oauth", help="OAuth tokens", formatter_class=Help,
+                                description="OAuth tokens.")
+    oauth_kinds = oauth.add_subparsers(dest="oauth_command", required=True, parser_class=Parser)
+    _command(oauth_kinds, "refresh",
+             "exchange the refresh token for a new access token (from TXC_OAUTH_CLIENT_ID, "
+             "TXC_OAUTH_CLIENT_SECRET, TXC_OAUTH_REFRESH_TOKEN or a profile)",
+             "--profile main oauth refresh --json", [common], "oauth refresh")
+
+
+def _add_range(sub: Parser, *, account_help: str, required: bool = False) -> None:
+    sub.add_argument("--account", type=types.account, required=required, metavar="A",
+                     help=account_help)
+    sub.add_argument("--start", type=types.start_time, metavar="DATE",
+                     help="from this day (UTC) or moment, e.g. 2024-01-01 (default: none)")
+    sub.add_argument("--end", type=types.end_time, metavar="DATE",
+                     help="to the end of this day (UTC) or this moment (default: none)")
+
+
+def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:
+    backfill = commands.add_parser(
+        "backfill-rewards", formatter_class=Help,
+        help="write every mining reward of a date range to a file (rerun to resume or extend)",
+        description="Write every mining reward of a date range to a file, a Parquet dataset "
+        "directory or stdout. Rerunning the same command resumes where it stopped; a later "
+        "--end (or none) appends only the new days.",
+        epilog=_example("backfill-rewards --start 2024-01-01 --end 2024-12-31 "
+                        "--out rewards.jsonl"),
+    )
+    backfill.add_argument("--start", required=True, type=types.start_time,
+                          help="first day (UTC), e.g. 2024-01-01")
+    backfill.add_argument(
+        "--end", type=types.end_time, default=None,
+        help="last day (UTC), e.g. 2024-12-31 (default: the last whole UTC day)",
+    )
+    backfill.add_argument(
+        "--account", action="append", type=types.account, default=None, metavar="NAME",
+        help="only this mining account, repeat for several (default: every account)",
+    )
+    backfill.add_argument(
+        "--out", type=types.out, required=True,
+        help="output file, Parquet dataset directory, or - for JSON lines on stdout",
+    )
+    backfill.add_argument(
+        "--format", choices=FORMATS, default=None,
+        help="default: from --out (.csv: csv, .parquet or a directory: parquet, else jsonl)",
+    )
+    backfill.add_argument("--concurrency", type=types.concurrency, default=8,
+                          help="pieces walked at once")
+    backfill.add_argument(
+        "--limiter", type=types.limiter, default=LimiterDefault(),
+        help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
+        "(every process of this machine), redis://host:port/db (every machine) or memory:// "
+        "(this run only) (environment: TXC_LIMITER)",
+    )
+    backfill.add_argument(
+        "--shard", type=types.shard, default=(1, 1), metavar="I/N",
+        help="take the I-th of N fixed shares of the pieces (one per machine); default 1/1",
+    )
+
+
+def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
+    sandbox = commands.add_parser("sandbox", help="serve the embedded simulator on 127.0.0.1",
+                                  formatter_class=Help, epilog=_example("sandbox --port 8080"))
+    sandbox.add_argument("--port", type=types.port, default=8080, help="port on 127.0.0.1")
+    sandbox.add_argument("--accounts", type=types.accounts, default=40, help="mining accounts")
+    sandbox.add_argument("--days", type=types.days, default=731,
+                         help="days of daily rewards from 2024-01-01")
+    sandbox.add_argument(
+        "--live", action="store_true",
+        help="book new rewards while serving (one per second: today's, and one at a random "
+        "day of the range), as the live service does",
+    )
+
+
+def _add_demo(commands: argparse._SubParsersAction[Parser]) -> None:
+    demo = commands.add_parser(
+        "demo", formatter_class=Help, epilog=_example("demo --year 2024"),
+        help="backfill a year of rewards from the embedded sandbox and print a summary",
+    )
+    demo.add_argument("--year", type=types.year, default=2024, help="the year to backfill")
+    demo.add_argument(
+        "--accounts", type=types.accounts, default=300,
+        help="mining accounts the sandbox serves (enough to reach the rate limit)",
+    )
+    demo.add_argument("--concurrency", type=types.concurrency, default=8,
+                      help="pieces walked at once")
+
+
+def _add_completion(commands: argparse._SubParsersAction[Parser]) -> None:
+    completion = commands.add_parser(
+        "completion", formatter_class=Help,
+        help="print the shell completion script for bash, zsh or fish",
+        description="Print the script that completes txc-async's commands and flags in your "
+        "shell. Load it from your shell's startup file.",
+        epilog='example:\n\n  eval "$(txc-async completion bash)"     # ~/.bashrc\n'
+        '  eval "$(txc-async completion zsh)"      # ~/.zshrc\n'
+        "  txc-async completion fish | source      # ~/.config/fish/config.fish",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="your shell")

@@ -1,0 +1,132 @@
+"""Where the command line finds credentials and settings: a profile of the configuration file,
+and the environment, which wins over it.
+
+``$XDG_CONFIG_HOME/txc-async/config.toml`` (else ``~/.config/txc-async/config.toml``) holds
+tables ``[profiles.NAME]``. Secrets are never taken as arguments (any user of the machine can
+read those in the process list), and a file holding one that others can read is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from ._arguments import UsageError
+
+#: The keys of a profile, each with the environment variable that wins over it.
+ENVIRONMENT = {
+    "api_key": "TXC_API_KEY",
+    "api_secret": "TXC_API_SECRET",
+    "base_url": "TXC_BASE_URL",
+    "limiter": "TXC_LIMITER",
+    "oauth_client_id": "TXC_OAUTH_CLIENT_ID",
+    "oauth_client_secret": "TXC_OAUTH_CLIENT_SECRET",
+    "oauth_refresh_token": "TXC_OAUTH_REFRESH_TOKEN",
+}
+#: Keys whose value no other user of the machine may read.
+SECRETS = frozenset({"api_secret", "oauth_client_secret", "oauth_refresh_token"})
+#: The profile used when none is named and the file has one by this name.
+DEFAULT_PROFILE = "default"
+
+
+class ConfigError(Exception):
+    """The configuration file cannot be used: exit status 1, nothing sent."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a command may need to reach the service; None where nothing set it."""
+
+    api_key: str | None = None
+    api_secret: str | None = None
+    base_url: str | None = None
+    limiter: str | None = None
+    oauth_client_id: str | None = None
+    oauth_client_secret: str | None = None
+    oauth_refresh_token: str | None = None
+
+    def __repr__(self) -> str:
+        # Never a secret, nor the key: only which values are set.
+        shown = ", ".join(f"{f.name}=set" for f in fields(self) if getattr(self, f.name))
+        return f"Settings({shown})"
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The configuration file: under ``$XDG_CONFIG_HOME``, else ``~/.config``."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "txc-async" / "config.toml"
+
+
+def load_settings(profile: str | None, env: Mapping[str, str] | None = None) -> Settings:
+    """The settings of ``profile`` (or of the ``default`` profile when the file has one), with
+    every environment variable that is set winning over the profile's value."""
+    env = os.environ if env is None else env
+    values = _profile_values(profile, config_path(env))
+    for key, variable in ENVIRONMENT.items():
+        if env.get(variable):
+            values[key] = env[variable]
+    return Settings(**values)
+
+
+def _profile_values(profile: str | None, path: Path) -> dict[str, str]:
+    if not path.exists():
+        if profile is not None:
+            raise UsageError(f"--profile {profile}: there is no configuration file {path}")
+        return {}
+    profiles = _read_profiles(path)
+    if profile is None:
+        return dict(profiles.get(DEFAULT_PROFILE, {}))
+    if profile not in profiles:
+        known = ", ".join(sorted(profiles)) or "none"
+        raise UsageError(f"--profile {profile}: {path} has no [profiles.{profile}] "
+                         f"(profiles there: {known})")
+    return dict(profiles[profile])
+
+
+def profile_names(env: Mapping[str, str] | None = None) -> list[str]:
+    """The profiles of the configuration file (for completion); none when it cannot be read."""
+    try:
+        return sorted(_read_profiles(config_path(env)))
+    except (ConfigError, OSError):
+        return []
+
+
+def _read_profiles(path: Path) -> dict[str, dict[str, str]]:
+    import tomllib
+
+    try:
+        with path.open("rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            document = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    profiles = document.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{path}: 'profiles' must be a table of [profiles.NAME] tables")
+    checked = {name: _check_profile(path, name, table) for name, table in profiles.items()}
+    holds_secret = any(key in SECRETS for table in checked.values() for key in table)
+    if holds_secret and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"{path} holds a secret and other users of this machine can read it "
+            f"(mode {stat.S_IMODE(mode):o}); run: chmod 600 {path}"
+        )
+    return checked
+
+
+def _check_profile(path: Path, name: str, table: object) -> dict[str, str]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [profiles.{name}] must be a table")
+    for key, value in table.items():
+        if key not in ENVIRONMENT:
+            raise ConfigError(f"{path}: [profiles.{name}] has an unknown key {key!r} "
+                              f"(known: {', '.join(ENVIRONMENT)})")
+        if not isinstance(value, str) or not value:
+            # The value is not quoted: it may be a secret.
+            raise ConfigError(f"{path}: [profiles.{name}] {key} must be a non-empty string")
+    return dict(table)
