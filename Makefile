@@ -40,7 +40,10 @@ lint: $(DEV_INSTALLED)
 ## make docs: the API reference, HTML built from the docstrings into docs/_build (offline)
 docs: $(DEV_INSTALLED)
 	rm -rf docs/_build
-	$(VENV)/bin/pdoc txc_async txc_async.sandbox txc_async.pytest_plugin txc_async.cli \
+	# pdoc reads a module's namespace: the names txc_async imports on first use are loaded first.
+	$(PY) -c 'import sys, txc_async; [getattr(txc_async, n) for n in txc_async.__all__]; \
+		from pdoc.__main__ import cli; sys.argv[0] = "pdoc"; cli()' \
+		txc_async txc_async.sandbox txc_async.pytest_plugin txc_async.cli \
 		-o docs/_build --docformat restructuredtext
 
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run

@@ -27,6 +27,16 @@ def _public_modules() -> list[str]:
     return sorted(names)
 
 
+def _load_every_name() -> None:
+    """Resolve the names the package imports on first use (the client and the pipeline, which
+    import aiohttp): the reference documents them, and pdoc reads a module's namespace."""
+    for name in txc_async.__all__:
+        getattr(txc_async, name)
+
+
+_load_every_name()
+
+
 def _undocumented(namespace: pdoc.doc.Namespace[object]) -> list[str]:
     missing: list[str] = []
     for name, member in namespace.members.items():

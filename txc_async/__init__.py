@@ -6,10 +6,9 @@ that the server never sees exceeded, typed msgspec answers, and precise errors.
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from . import _client, _models
-from ._client import Client
+from . import _models, _operations
 from ._errors import (
     AnswerFormatError,
     ApiError,
@@ -47,18 +46,39 @@ from ._models import (
     RewardStatus,
     Side,
 )
-from ._pipeline import RequestRecord
 from ._retry import RetryPolicy
 from ._rewards.backfill import backfill_mining_rewards
 from ._stats import ClientStats
 from ._time.clock import LocalClock
 from ._version import __version__
 
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._pipeline import RequestRecord
+else:
+    # The client and the request pipeline import aiohttp, which takes most of the time of
+    # importing the package: they are imported when first used, so that a program that only
+    # needs the models, the errors or the command line's help starts without it.
+    _LAZY = {"Client": "._client", "RequestRecord": "._pipeline"}
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
+
 # Names defined in private modules, documented where users find them.
 
-DEFAULT_BASE_URL = _client.DEFAULT_BASE_URL
+DEFAULT_BASE_URL = _operations.DEFAULT_BASE_URL
 """The service's address, ``https://whitebit.com``: the default ``base_url`` of :class:`Client`."""
-EU_BASE_URL = _client.EU_BASE_URL
+EU_BASE_URL = _operations.EU_BASE_URL
 """The regional EU deployment of the API, ``https://whitebit.eu`` (the same paths)."""
 DEFAULT_RATE_LIMITS = _limiters_base.DEFAULT_RATE_LIMITS
 """The limit of every scope, as the service documents it: what ``Client(rate_limits=...)``

@@ -50,6 +50,7 @@ from ._operations import (
     BALANCE_OF_TICKER,
     COLLATERAL_STOP_LIMIT,
     CREATE_MINING_ACCOUNT,
+    DEFAULT_BASE_URL,
     INVESTMENTS,
     MAX_OFFSET,
     MINING_HASHRATE,
@@ -83,16 +84,12 @@ from ._validate import (
     check_time_range,
 )
 
-__all__ = ["DEFAULT_BASE_URL", "EU_BASE_URL", "Client"]
+__all__ = ["Client", "ClientOptions"]
 
 logger = logging.getLogger("txc_async")
 
 R = TypeVar("R")
 
-#: The service (whitebit-exchange/docs: the API's host).
-DEFAULT_BASE_URL = "https://whitebit.com"
-#: The regional EU deployment (same paths).
-EU_BASE_URL = "https://whitebit.eu"
 
 _MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
 _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")

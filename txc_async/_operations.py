@@ -32,6 +32,8 @@ __all__ = [
     "BALANCE_OF_TICKER",
     "COLLATERAL_STOP_LIMIT",
     "CREATE_MINING_ACCOUNT",
+    "DEFAULT_BASE_URL",
+    "EU_BASE_URL",
     "INVESTMENTS",
     "MAX_OFFSET",
     "MINING_HASHRATE",
@@ -45,6 +47,11 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+#: The service (whitebit-exchange/docs: the API's host).
+DEFAULT_BASE_URL = "https://whitebit.com"
+#: The regional EU deployment (same paths).
+EU_BASE_URL = "https://whitebit.eu"
 
 #: Records per request: the most a page of rewards or investments holds.
 PAGE_LIMIT = 100

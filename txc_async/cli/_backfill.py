@@ -19,7 +19,7 @@ from typing import BinaryIO, Never, TextIO
 
 from tqdm import tqdm
 
-from txc_async._client import DEFAULT_BASE_URL, Client
+from txc_async._client import Client
 from txc_async._export.run import (
     BackfillProgress,
     BackfillSummary,
@@ -30,6 +30,7 @@ from txc_async._export.run import (
 )
 from txc_async._limiters.base import Limiter
 from txc_async._limiters.url import limiter_from_url
+from txc_async._operations import DEFAULT_BASE_URL
 
 from ._arguments import UsageError, last_whole_day_end, limiter
 from ._profiles import load_settings
