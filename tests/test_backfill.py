@@ -15,7 +15,7 @@ from aioresponses import aioresponses
 import txc_async
 from txc_async import InvalidParameterError
 from txc_async._export.run import OutputFileError, backfill_to_file
-from txc_async._rewards.backfill import plan_reward_jobs
+from txc_async._rewards.plan import plan_reward_jobs
 
 from .conftest import make_rewards, requests_to, serve_rewards
 
@@ -255,7 +255,7 @@ async def test_a_file_of_another_backfill_is_refused(
 
 
 def test_every_record_maps_to_the_job_whose_range_holds_it() -> None:
-    from txc_async._rewards.backfill import RewardPlan
+    from txc_async._rewards.plan import RewardPlan
     from txc_async._rewards.walk import WireReward
 
     for accounts in ((), ("a", "b", "c")):

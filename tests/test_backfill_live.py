@@ -168,7 +168,7 @@ async def test_a_run_cancelled_while_it_reads_its_output_keeps_the_lock_until_it
     """Reading (and repairing) what an earlier run left happens in a worker thread, which a
     cancellation cannot stop: the run holds the output's lock until that thread is done, so no
     other writer takes the output while it still reads or writes it."""
-    from txc_async._export.run import run as _export
+    from txc_async._export import run as _export
 
     finished: list[float] = []
     prepare = _export._prepare

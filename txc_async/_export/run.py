@@ -22,8 +22,10 @@ from typing import Any, BinaryIO, Literal, TypeVar
 import msgspec
 
 from .._errors import InvalidParameterError
-from .._rewards.backfill import RewardJob, RewardPlan, check_backfill_args, run_reward_jobs
+from .._rewards.backfill import check_backfill_args
+from .._rewards.engine import run_reward_jobs
 from .._rewards.ledger import RewardLedger, check_rewards
+from .._rewards.plan import RewardJob, RewardPlan
 from .._rewards.walk import WIRE_RECORDS, RewardsClient, RewardsCursor, WireReward
 from .lock import OutputLock, OutputLockedError
 from .parquet import PartWriter, load_pyarrow, part_files, read_part_rows
@@ -492,7 +494,7 @@ async def _run(
     try:
         with state_path.open("ab") as state:
             async for job, page, finished in run_reward_jobs(
-                client, pending, concurrency=concurrency, records=WIRE_RECORDS,
+                client._rewards_page, pending, concurrency=concurrency, records=WIRE_RECORDS,
                 cursors=prepared.cursors,
             ):
                 if page:
@@ -635,7 +637,7 @@ async def backfill_to_stream(
     for job in mine:
         ledger.add_range(job.index, job.params())
     async for job, page, finished in run_reward_jobs(
-        client, mine, concurrency=concurrency, records=WIRE_RECORDS
+        client._rewards_page, mine, concurrency=concurrency, records=WIRE_RECORDS
     ):
         if page:
             ledger.add(job.index, page)
