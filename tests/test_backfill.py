@@ -322,7 +322,8 @@ async def test_a_run_through_another_name_of_the_same_output_is_refused(
     import os
 
     from txc_async._export.lock import OutputLock
-    from txc_async._export.run import OutputLockedError, _paths
+    from txc_async._export.run import OutputLockedError
+    from txc_async._export.state import output_paths
 
     serve_rewards(mocked, make_rewards(accounts=2, days=10))
     real = tmp_path / "out.jsonl"
@@ -335,7 +336,7 @@ async def test_a_run_through_another_name_of_the_same_output_is_refused(
         os.link(real, other)
     before = real.read_bytes()
     # A run writing it under its own name holds its lock meanwhile.
-    with OutputLock(_paths(real, "jsonl")[1], real), pytest.raises(
+    with OutputLock(output_paths(real, "jsonl")[1], real), pytest.raises(
         OutputLockedError, match="is being written by"
     ):
         await backfill_to_file(client, **args, path=other)
