@@ -57,6 +57,16 @@ def _check(fmt: object, shard: object) -> tuple[Format, tuple[int, int]]:
     return fmt, (shard[0], shard[1])
 
 
+def _wanted(
+    client: object, start: object, end: object, accounts: object, concurrency: object,
+    fmt: object, shard: object,
+) -> tuple[RewardPlan, Format, int]:
+    """An export's arguments checked: the plan they ask for, the format and the workers."""
+    lo, hi, names, workers = check_backfill_args(client, start, end, accounts, concurrency)
+    fmt, shard = _check(fmt, shard)
+    return RewardPlan(lo, hi, tuple(names or ()), shard=shard), fmt, workers
+
+
 async def backfill_to_file(
     client: RewardsClient,
     *,
@@ -72,11 +82,7 @@ async def backfill_to_file(
     """Backfill rewards of ``start..end`` into ``path`` (a directory for Parquet), resuming or
     extending what an earlier run left. ``shard=(i, n)`` takes the ``i``-th of ``n`` fixed shares
     of the pieces, for ``n`` machines sharing one range."""
-    start, end, names, concurrency = check_backfill_args(
-        client, start, end, accounts, concurrency
-    )
-    fmt, shard = _check(fmt, shard)
-    wanted = RewardPlan(start, end, tuple(names or ()), shard=shard)
+    wanted, fmt, concurrency = _wanted(client, start, end, accounts, concurrency, fmt, shard)
     if fmt == "parquet":
         load_pyarrow()
         _make_directory(path)
@@ -182,11 +188,7 @@ async def backfill_to_stream(
 ) -> BackfillSummary:
     """Stream the rewards of ``start..end`` to ``stream`` as JSON lines, page by page (no state,
     no resume): for pipelines such as ``| jq`` or ``| duckdb``."""
-    start, end, names, concurrency = check_backfill_args(
-        client, start, end, accounts, concurrency
-    )
-    _, shard = _check("jsonl", shard)
-    plan = RewardPlan(start, end, tuple(names or ()), shard=shard)
+    plan, _, concurrency = _wanted(client, start, end, accounts, concurrency, "jsonl", shard)
     mine = [job for job in plan.jobs() if plan.mine(job)]
     progress = BackfillProgress(jobs_total=len(mine))
     sink = StreamSink(stream, progress, on_progress)
