@@ -133,7 +133,8 @@ class FileSink(ExportSink):
     def _settle_found(self, job: int, rows: int) -> None:
         self._writer.finish(job)
         count = self._done.get(job)
-        if count is not None:  # a job an older version marked done without counting its rows
+        # None: an older version marked the job done without counting its rows; it stays so.
+        if count is not None:
             self._done[job] = count + rows
             mark_done(self._state, job, count + rows)
 
