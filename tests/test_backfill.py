@@ -15,7 +15,7 @@ from aioresponses import aioresponses
 import txc_async
 from txc_async import InvalidParameterError
 from txc_async._export.run import OutputFileError, backfill_to_file
-from txc_async._rewards.backfill import plan_reward_jobs
+from txc_async._rewards.plan import plan_reward_jobs
 
 from .conftest import make_rewards, requests_to, serve_rewards
 
@@ -255,7 +255,7 @@ async def test_a_file_of_another_backfill_is_refused(
 
 
 def test_every_record_maps_to_the_job_whose_range_holds_it() -> None:
-    from txc_async._rewards.backfill import RewardPlan
+    from txc_async._rewards.plan import RewardPlan
     from txc_async._rewards.walk import WireReward
 
     for accounts in ((), ("a", "b", "c")):
@@ -322,7 +322,8 @@ async def test_a_run_through_another_name_of_the_same_output_is_refused(
     import os
 
     from txc_async._export.lock import OutputLock
-    from txc_async._export.run import OutputLockedError, _paths
+    from txc_async._export.run import OutputLockedError
+    from txc_async._export.state import output_paths
 
     serve_rewards(mocked, make_rewards(accounts=2, days=10))
     real = tmp_path / "out.jsonl"
@@ -335,7 +336,7 @@ async def test_a_run_through_another_name_of_the_same_output_is_refused(
         os.link(real, other)
     before = real.read_bytes()
     # A run writing it under its own name holds its lock meanwhile.
-    with OutputLock(_paths(real, "jsonl")[1], real), pytest.raises(
+    with OutputLock(output_paths(real, "jsonl")[1], real), pytest.raises(
         OutputLockedError, match="is being written by"
     ):
         await backfill_to_file(client, **args, path=other)

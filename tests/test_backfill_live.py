@@ -171,7 +171,7 @@ async def test_a_run_cancelled_while_it_reads_its_output_keeps_the_lock_until_it
     from txc_async._export import run as _export
 
     finished: list[float] = []
-    prepare = _export._prepare
+    prepare = _export.prepare
 
     def slow_prepare(*args: Any) -> Any:
         time.sleep(0.4)
@@ -179,7 +179,7 @@ async def test_a_run_cancelled_while_it_reads_its_output_keeps_the_lock_until_it
         finished.append(time.monotonic())
         return result
 
-    monkeypatch.setattr(_export, "_prepare", slow_prepare)
+    monkeypatch.setattr(_export, "prepare", slow_prepare)
     out = tmp_path / "rewards.jsonl"
     async with Sandbox(mining_accounts=2, rewards_days=5, enforce_limits=False) as box, \
             _client(box) as client:

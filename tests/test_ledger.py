@@ -82,9 +82,11 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
         records[0] | {"totalReward": "9.99", "date": START + day * DAY} for day in (3, 150, 299)
     ]
     records.extend(booked)
-    fetch = client._rewards_page
-    found = [(key, r) async for key, page in check_rewards(fetch, ledger, REWARD_RECORDS)
-             for r in page]
+    found = [
+        (key, r)
+        async for key, page in check_rewards(client._rewards_page, ledger, REWARD_RECORDS)
+        for r in page
+    ]
     assert sorted(r.date for _, r in found) == [START + d * DAY for d in (3, 150, 299)]
     assert {key for key, _ in found} == {0}
     assert all(r.total_reward == Decimal("9.99") for _, r in found)

@@ -124,6 +124,11 @@ class PartWriter:
         _fsync_dir(self._dir)
         self._chunks[job] = self._chunks.get(job, 0) + len(rows)
 
+    def close(self) -> None:
+        """Nothing to close: the rows of a piece that did not finish are dropped, and the piece
+        is walked again by the next run."""
+        self._buffers.clear()
+
     def rows_of(self, job: int) -> int:
         """Rows in the part files of ``job`` (from their footers)."""
         return sum(

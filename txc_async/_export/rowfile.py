@@ -67,7 +67,8 @@ def _encode_csv(rows: Sequence[WireReward]) -> bytes:
 
 
 class RowFile:
-    """Appends rows to a JSONL or CSV file; ``sync`` makes what was written durable."""
+    """Appends rows to a JSONL or CSV file, every job's rows to the one file in the order they
+    come; ``sync`` (or ``finish``) makes what was written durable."""
 
     def __init__(self, path: Path, fmt: Literal["jsonl", "csv"]) -> None:
         self._encode = encode_jsonl if fmt == "jsonl" else _encode_csv
@@ -75,8 +76,13 @@ class RowFile:
             path.write_bytes((",".join(CSV_COLUMNS) + "\n").encode())
         self._handle: BinaryIO = path.open("ab")
 
-    def write(self, rows: Sequence[WireReward]) -> None:
+    def write(self, job: int, rows: Sequence[WireReward]) -> None:
+        """Rows of ``job`` (the file does not need to know which)."""
         self._handle.write(self._encode(rows))
+
+    def finish(self, job: int) -> None:
+        """Every row written so far, ``job``'s included, reaches the disk."""
+        self.sync()
 
     def sync(self) -> None:
         self._handle.flush()

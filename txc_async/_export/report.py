@@ -1,0 +1,64 @@
+"""What an export tells its caller: where it stands while it runs (``BackfillProgress``), what it
+did when it ends (``BackfillSummary``), and how a moment of its range is written in messages."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+__all__ = ["BackfillProgress", "BackfillSummary", "format_moment"]
+
+
+@dataclass(slots=True)
+class BackfillProgress:
+    """Where a backfill stands, for a progress display."""
+
+    records: int = 0
+    records_before: int = 0
+    jobs_total: int = 0
+    jobs_done: int = 0
+    fraction: float = 0.0
+    finished: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def measure(self, coverage: Mapping[int, float]) -> None:
+        """Set ``fraction`` from the jobs done and ``coverage``: the share walked of each job
+        under way."""
+        self.fraction = (
+            (self.jobs_done + sum(coverage.values())) / self.jobs_total if self.jobs_total else 1.0
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillSummary:
+    """What a backfill did. ``repaired`` says what a rerun found damaged and fixed."""
+
+    path: Path | None
+    records_written: int
+    records_before: int
+    jobs_total: int
+    jobs_resumed: int
+    requests: int
+    elapsed: float
+    accounts: int
+    repaired: str | None = None
+    extended_from: int | None = None
+
+    @property
+    def complete_already(self) -> bool:
+        return self.requests == 0 and self.records_written == 0 and self.jobs_total > 0 and (
+            self.jobs_resumed == 0 and self.repaired is None and self.extended_from is None
+        )
+
+
+def format_moment(seconds: int, *, end: bool = False) -> str:
+    """A date (``2024-12-31``) when ``seconds`` is the day's first second (or last, for an end),
+    else an ISO datetime in UTC."""
+    moment = datetime.fromtimestamp(seconds + (1 if end else 0), UTC)
+    if moment.hour == moment.minute == moment.second == 0:
+        day = datetime.fromtimestamp(seconds, UTC) if end else moment
+        return day.date().isoformat()
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
