@@ -613,11 +613,12 @@ class Client:
         """Every reward of the range exactly once, however many there are, newest first (and
         then what was booked behind the walk while it ran).
 
-        The walk (see ``txc_async._walk.walk_rewards``) narrows the range's end as it goes, so
-        it is never bound by the API's offset limit, and rewards the server books meanwhile come
-        back once, never twice. A check ends it (see ``txc_async._ledger``): every reward the
-        server holds in the range when the check begins comes back, including any booked behind
-        the walk while it ran. Without ``end`` the range ends now.
+        The walk (see ``txc_async._rewards.walk.walk_rewards``) narrows the range's end as it
+        goes, so it is never bound by the API's offset limit, and rewards the server books
+        meanwhile come back once, never twice. A check ends it (see
+        ``txc_async._rewards.ledger``): every reward the server holds in the range when the check
+        begins comes back, including any booked behind the walk while it ran. Without ``end``
+        the range ends now.
         """
         from ._rewards.ledger import every_reward
         from ._rewards.walk import REWARD_RECORDS

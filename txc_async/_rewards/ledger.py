@@ -87,9 +87,10 @@ _encode = msgspec.msgpack.Encoder().encode
 
 
 def wire_digest(record: Any) -> bytes:
-    """A 128-bit digest of a reward's fixed content (:func:`~txc_async._walk.fixed_fields`) as
-    one decoder read it: equal for equal rewards read the same way (a ``Decimal`` keeps the
-    wire's spelling), and quicker than :func:`record_digest`."""
+    """A 128-bit digest of a reward's fixed content
+    (:func:`~txc_async._rewards.walk.fixed_fields`) as one decoder read it: equal for equal
+    rewards read the same way (a ``Decimal`` keeps the wire's spelling), and quicker than
+    :func:`record_digest`."""
     return hashlib.blake2b(_encode(fixed_fields(record)), digest_size=_DIGEST_BYTES).digest()
 
 

@@ -1,6 +1,6 @@
 """The walk through a range of mining rewards, shared by ``Client.iter_mining_rewards`` and the
 backfills: every record once, even while the server books new rewards inside the range (what is
-booked behind the walk is left to the check that follows it, in ``_ledger``)."""
+booked behind the walk is left to the check that follows it, in ``ledger``)."""
 
 from __future__ import annotations
 
@@ -267,7 +267,8 @@ async def walk_rewards(
       a second one from the first pushed into a later page).
     * A reward booked meanwhile *behind* the walk (newer than the boundary, or at the boundary
       date before ``offset``) has left the part still to walk: the walk does not return it. The
-      check that follows every walk (``txc_async._ledger.check_rewards``) finds and returns it.
+      check that follows every walk (``txc_async._rewards.ledger.check_rewards``) finds and
+      returns it.
 
     Memory: ``seen`` only holds records of one date (the boundary), at most the 10,100 records
     one date can hold before the API's offset bound makes the walk fail (name the account then),
