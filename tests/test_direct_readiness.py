@@ -16,7 +16,8 @@ from aiohttp.client_reqrep import ClientRequest
 from yarl import URL
 
 import txc_async
-from txc_async import TransportError, _direct
+from txc_async import TransportError
+from txc_async._transports import direct as _direct
 from txc_async._transports.default import AiohttpTransport
 from txc_async.sandbox import Sandbox
 
