@@ -18,7 +18,7 @@ from ._errors import (
     TransportError,
     ValidationError,
 )
-from ._transports.default import RawResponse
+from ._transports.base import RawResponse
 
 __all__ = ["NonceRefused", "RateLimited", "decode_answer", "parse_retry_after"]
 

@@ -28,13 +28,13 @@ from ._errors import (
     client_closed,
     mask_secrets,
 )
-from ._limiters.base import Limiter, Outcome, RateLimit
+from ._limiters.base import BaseLimiter, Limiter, Outcome, RateLimit
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._retry import RetryPolicy
 from ._stats import ClientStats
 from ._time.clock import NonceClock, ServerClock, nonce_refusal_error
 from ._time.nonces import Signer
-from ._transports.default import ConnectionSlots, RawResponse, Transport
+from ._transports.base import BaseTransport, RawResponse, Transport
 from ._version import __version__
 
 __all__ = ["Pipeline", "RequestRecord", "default_user_agent"]
@@ -100,8 +100,9 @@ class RequestRecord:
 _ASK_ONCE = RetryPolicy(max_retries=0, max_rate_limit_retries=0, max_nonce_retries=0)
 
 
-def _cannot_tell() -> bool:
-    return False
+#: The abilities of a transport or a limiter that declares none: the defaults.
+_NO_TRANSPORT_ABILITIES = BaseTransport()
+_NO_LIMITER_ABILITIES = BaseLimiter()
 
 
 def _error_kind(exc: BaseException) -> str:
@@ -148,13 +149,16 @@ class Pipeline:
         self.key_id = key_id
         self.rate_limits = rate_limits
         self.transport = transport
+        # The abilities the transport and the limiter declare; any other has the defaults.
+        declared = transport if isinstance(transport, BaseTransport) else _NO_TRANSPORT_ABILITIES
         # Connection slots, when the transport has them (see ConnectionSlots).
-        self.slots: ConnectionSlots | None = getattr(transport, "slots", None)
+        self.slots = declared.slots
         # Whether the request a task was sending when it ended certainly never left, when the
         # transport can tell (else it may have reached the server).
-        self._sent_nothing: Callable[[], bool] = getattr(
-            transport, "sent_nothing", _cannot_tell
-        )
+        self._sent_nothing = declared.sent_nothing
+        abilities = limiter if isinstance(limiter, BaseLimiter) else _NO_LIMITER_ABILITIES
+        self._holds = abilities.holds
+        self._redraw_nonce = abilities.redraw_nonce
         agent = default_user_agent()
         self.user_agent = f"{user_agent} {agent}" if user_agent else agent
         self._plain_headers = {"User-Agent": self.user_agent}
@@ -297,9 +301,8 @@ class Pipeline:
                     except BaseException:
                         limiter.settle(admission, _NOT_SENT)
                         raise
-                    holds = getattr(limiter, "holds", None)
                     # A refusal paused the budget while it waited.
-                    back = holds is not None and not holds(admission)
+                    back = not self._holds(admission)
                     if not back and signed and signer is not None and nonce is not None:
                         fresh = None
                         oldest = clock.oldest_nonce_ms()
@@ -310,14 +313,12 @@ class Pipeline:
                         elif nonce < oldest:
                             # The shared store drew it at admission, and the wait made it too
                             # old to send: drawn again from the store (one look at it, no wait).
-                            redraw = getattr(limiter, "redraw_nonce", None)
-                            if redraw is not None:
-                                try:
-                                    fresh = await redraw(admission, self._nonce_clock)
-                                except BaseException:
-                                    slots.release()
-                                    limiter.settle(admission, _NOT_SENT)
-                                    raise
+                            try:
+                                fresh = await self._redraw_nonce(admission, self._nonce_clock)
+                            except BaseException:
+                                slots.release()
+                                limiter.settle(admission, _NOT_SENT)
+                                raise
                         if fresh is not None:
                             nonce = fresh
                         else:
