@@ -52,6 +52,7 @@ from ._retry import RetryPolicy
 from ._rewards.backfill import backfill_mining_rewards
 from ._stats import ClientStats
 from ._time.clock import LocalClock
+from ._transports.mock import MockTransport
 from ._version import __version__
 
 # Names defined in private modules, documented where users find them.
@@ -101,6 +102,7 @@ __all__ = [
     "LocalClock",
     "MiningAccount",
     "MiningReward",
+    "MockTransport",
     "OAuthToken",
     "OrderStatus",
     "OtoOrder",
