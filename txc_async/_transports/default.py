@@ -218,12 +218,7 @@ class AiohttpTransport(BaseTransport):
         return session
 
     async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        headers: Mapping[str, str] | None,
-        body: bytes | None,
+        self, method: str, url: URL, *, headers: Mapping[str, str] | None, body: bytes | None,
         timeout: float,
     ) -> RawResponse:
         session = self._session

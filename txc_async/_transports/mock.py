@@ -52,12 +52,7 @@ class MockTransport(BaseTransport):
         self.handler = handler
 
     async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        headers: Mapping[str, str] | None,
-        body: bytes | None,
+        self, method: str, url: URL, *, headers: Mapping[str, str] | None, body: bytes | None,
         timeout: float,
     ) -> RawResponse:
         """The handler's answer to this request (or the handler's error)."""
