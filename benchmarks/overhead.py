@@ -18,7 +18,7 @@ import hmac
 import itertools
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -31,7 +31,8 @@ from txc_async._operations import BALANCE
 from txc_async._signing import Signer
 from txc_async._time.clock import MAX_NONCE_LEAD_MS, ServerClock
 from txc_async._time.nonces import NonceSource
-from txc_async._transports.default import RawResponse
+from txc_async._transports.base import RawResponse
+from txc_async._transports.mock import MockRequest
 
 try:
     from benchmarks._common import load, machine
@@ -51,15 +52,9 @@ _EVICT = bytearray(16 * 2**20)
 _EVICT_ZEROS = bytes(len(_EVICT[::64]))
 
 
-class MemoryTransport:
+def answer_at_once(request: MockRequest) -> RawResponse:
     """Answers every request with the recorded answer, at once."""
-
-    async def send(self, method: str, url: URL, *, headers: Mapping[str, str] | None,
-                   body: bytes | None, timeout: float) -> RawResponse:
-        return ANSWER
-
-    async def aclose(self) -> None:
-        pass
+    return ANSWER
 
 
 class NoLimiter:
@@ -91,7 +86,7 @@ class Lean:
         self.url = URL("http://127.0.0.1/api/v4/main-account/balance")
         self.secret = SECRET.encode()
         self.last_nonce = 0
-        self.transport = MemoryTransport()
+        self.transport = txc_async.MockTransport(answer_at_once)
 
     async def post(self, path: str, params: dict[str, Any]) -> Any:
         now = time.time_ns() // 1_000_000
@@ -138,7 +133,8 @@ _encode = _encoder()
 def client(limiter: Any = None) -> txc_async.Client:
     made = txc_async.Client(
         api_key="k", api_secret=SECRET, base_url="http://127.0.0.1", rate_limits=UNLIMITED,
-        limiter=limiter or txc_async.InProcessLimiter(), transport=MemoryTransport(),
+        limiter=limiter or txc_async.InProcessLimiter(),
+        transport=txc_async.MockTransport(answer_at_once),
     )
     made._pipeline.signer = Signer("k", SECRET, nonces=NonceSource(TickingClock()))
     return made

@@ -50,7 +50,8 @@ import txc_async  # noqa: E402
 from tests._arrival_server import max_in_window, strict_refusals  # noqa: E402
 from tests._redis_server import RedisServer, find_redis_server  # noqa: E402
 from txc_async import InProcessLimiter, Limiter, Outcome, RateLimit, RedisLimiter  # noqa: E402
-from txc_async._transports.default import AiohttpTransport, RawResponse  # noqa: E402
+from txc_async._transports.base import RawResponse  # noqa: E402
+from txc_async._transports.default import AiohttpTransport  # noqa: E402
 
 MAX_NETWORK_DELAY = 0.03
 #: The timeout each admitted request is counted with while in flight.

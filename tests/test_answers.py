@@ -30,7 +30,7 @@ from txc_async._operations import (
     MINING_REWARDS,
     REFRESH_OAUTH_TOKEN,
 )
-from txc_async._transports.default import RawResponse
+from txc_async._transports.base import RawResponse
 from txc_async.sandbox import Sandbox
 
 from .conftest import RecordingLimiter, fast_retry

@@ -31,7 +31,8 @@ from txc_async import (
     TxcError,
     ValidationError,
 )
-from txc_async._transports.default import RawResponse
+from txc_async._transports.base import RawResponse
+from txc_async._transports.mock import MockRequest
 from txc_async.sandbox import Sandbox
 
 from .test_properties import MemoryTransport
@@ -357,20 +358,19 @@ def test_every_error_survives_pickling_whole() -> None:
     assert isinstance(timeout, TimeoutError)
 
 
-class EchoTransport:
+class EchoTransport(txc_async.MockTransport):
     """A server that quotes back, in its error answer, everything the request carried: the
     signing headers, the body and, for the OAuth form, each field as sent and decoded."""
 
     def __init__(self, status: int, shape: str) -> None:
+        super().__init__(self._echo)
         self.status = status
         self.shape = shape
         #: The signatures and payloads it was sent.
         self.signed: set[str] = set()
 
-    async def send(
-        self, method: str, url: Any, *, headers: Mapping[str, str] | None, body: bytes | None,
-        timeout: float,
-    ) -> RawResponse:
+    def _echo(self, request: MockRequest) -> RawResponse:
+        url, headers, body = request.url, request.headers, request.body
         for name in ("X-TXC-SIGNATURE", "X-TXC-PAYLOAD"):
             if name in (headers or {}):
                 self.signed.add((headers or {})[name])
@@ -390,9 +390,6 @@ class EchoTransport:
             answer = {"unexpected": text}
         return RawResponse(self.status, {"Date": "Sun, 22 Nov 2026 10:00:00 GMT"},
                            json.dumps(answer).encode())
-
-    async def aclose(self) -> None:
-        pass
 
 
 @pytest.mark.parametrize(("status", "shape"), [

@@ -12,10 +12,9 @@ import pytest
 PROGRAM = textwrap.dedent(
     """
     import asyncio, gc, resource, sys, time
-    from collections.abc import Mapping
 
     import txc_async
-    from txc_async._transports.default import RawResponse
+    from txc_async._transports.base import RawResponse
 
     KEYS = int(sys.argv[1])
     ANSWER = RawResponse(200, {"Date": "Sun, 22 Nov 2026 12:00:00 GMT"},
@@ -23,12 +22,8 @@ PROGRAM = textwrap.dedent(
     LIMITS = {"main_balance": txc_async.RateLimit(1000, 0.2)}
 
 
-    class Answering:
-        async def send(self, method, url, *, headers, body, timeout) -> RawResponse:
-            return ANSWER
-
-        async def aclose(self) -> None:
-            pass
+    def answer(request: object) -> RawResponse:
+        return ANSWER
 
 
     def rss_mb() -> float:
@@ -39,7 +34,7 @@ PROGRAM = textwrap.dedent(
     async def one(i: int) -> None:
         client = txc_async.Client(
             api_key=f"key-{i:07d}", api_secret="secret", base_url="http://127.0.0.1:9",
-            rate_limits=LIMITS, transport=Answering(),
+            rate_limits=LIMITS, transport=txc_async.MockTransport(answer),
         )
         await client.main_balance()
         await client.close()

@@ -12,7 +12,7 @@ import pytest
 
 import txc_async
 from txc_async import InvalidParameterError, TransportError, TxcError
-from txc_async._transports.default import RawResponse
+from txc_async._transports.base import RawResponse
 
 from .test_properties import MemoryTransport, make_client
 

@@ -21,7 +21,8 @@ from yarl import URL
 
 import txc_async
 from txc_async import InvalidParameterError, TxcError
-from txc_async._transports.default import RawResponse
+from txc_async._transports.base import RawResponse
+from txc_async._transports.mock import MockRequest
 
 from .conftest import KEY, SECRET, RecordingLimiter, fast_retry
 
@@ -30,24 +31,19 @@ SETTINGS = settings(
 )
 
 
-class MemoryTransport:
-    """A transport that records requests and answers with a fixed response, or with what
-    ``answer(body)`` gives for each request's body."""
+class MemoryTransport(txc_async.MockTransport):
+    """A mock transport that keeps the requests it was sent and answers with a fixed response,
+    or with what ``answer(body)`` gives for each request's body."""
 
     def __init__(self, answer: RawResponse | Callable[[bytes | None], RawResponse]) -> None:
+        super().__init__(self._answer)
         self.answer = answer
         self.sent: list[tuple[str, URL, Mapping[str, str] | None, bytes | None]] = []
 
-    async def send(
-        self, method: str, url: URL, *, headers: Mapping[str, str] | None, body: bytes | None,
-        timeout: float,
-    ) -> RawResponse:
-        self.sent.append((method, url, headers, body))
+    def _answer(self, request: MockRequest) -> RawResponse:
+        self.sent.append((request.method, request.url, request.headers, request.body))
         answer = self.answer
-        return answer if isinstance(answer, RawResponse) else answer(body)
-
-    async def aclose(self) -> None:
-        pass
+        return answer if isinstance(answer, RawResponse) else answer(request.body)
 
 
 def make_client(

@@ -50,6 +50,8 @@ from ._retry import RetryPolicy
 from ._rewards.backfill import backfill_mining_rewards
 from ._stats import ClientStats
 from ._time.clock import LocalClock
+from ._transports.base import RawResponse
+from ._transports.mock import MockRequest, MockTransport
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -121,6 +123,8 @@ __all__ = [
     "LocalClock",
     "MiningAccount",
     "MiningReward",
+    "MockRequest",
+    "MockTransport",
     "OAuthToken",
     "OrderStatus",
     "OtoOrder",
@@ -131,6 +135,7 @@ __all__ = [
     "PositionSideLiteral",
     "RateLimit",
     "RateLimitError",
+    "RawResponse",
     "RedisLimiter",
     "RequestRecord",
     "RequestTimeout",

@@ -18,7 +18,7 @@ from ._errors import (
     TransportError,
     ValidationError,
 )
-from ._transports.default import RawResponse
+from ._transports.base import RawResponse
 
 __all__ = ["NonceRefused", "RateLimited", "decode_answer", "parse_retry_after"]
 
@@ -76,6 +76,9 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _http_date(text: str) -> float | None:
+    # Not _time.clock.parse_http_date, which reads a date without a zone (the asctime form,
+    # "-0000") as GMT and a second ":60" as the next minute: this one refuses both, so such a
+    # Retry-After is not read and the usual backoff applies. Kept apart until one is chosen.
     try:
         moment = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

@@ -68,7 +68,8 @@ from ._stats import ClientStats
 from ._time.clock import SYSTEM_CLOCK, LocalClock
 from ._time.nonces import key_fingerprint, nonce_source_for
 from ._time.registry import server_clock_for
-from ._transports.default import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport, Transport
+from ._transports.base import Transport
+from ._transports.default import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport
 from ._validate import (
     ACCOUNT_NAME,
     ACCOUNT_NAME_RULE,

@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_RATE_LIMITS",
     "SCOPES",
     "Admission",
+    "BaseLimiter",
     "Limiter",
     "Outcome",
     "RateLimit",
@@ -192,3 +193,25 @@ class Limiter(Protocol):
     async def aclose(self) -> None:
         """Release the backend's resources."""
         ...
+
+
+class BaseLimiter:
+    """The optional abilities of a :class:`Limiter`, declared, with defaults that say "not
+    supported": a backend derives from this class, implements the :class:`Limiter` methods, and
+    overrides the abilities it has. A limiter that does not derive from it is used as if it had
+    the defaults.
+    """
+
+    def holds(self, admission: Admission) -> bool:
+        """False when a refusal paused the admission's budget after it was admitted: the request,
+        not sent yet (it waited for a connection), must wait for the pause like any. The default
+        never pauses an admitted request: True."""
+        return True
+
+    async def redraw_nonce(
+        self, admission: Admission, nonce_clock: Callable[[], int]
+    ) -> int | None:
+        """A new nonce for an admitted request whose nonce (drawn by the backend at admission)
+        grew too old while it waited for a connection; None when none can be drawn now. The
+        default draws no nonces: None."""
+        return None

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from .backoff import RefusalState
-from .base import Admission, Outcome, RateLimit
+from .base import Admission, BaseLimiter, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
@@ -233,7 +233,7 @@ class _Budget:
         )
 
 
-class InProcessLimiter:
+class InProcessLimiter(BaseLimiter):
     """Keeps every budget of the process in memory (see :class:`txc_async.Limiter`).
 
     Exact whatever the network delays: a request counts in its budget's window from its

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from .._time.nonces import known_ceiling
 from .backoff import RefusalState
-from .base import Admission, Outcome, RateLimit
+from .base import Admission, BaseLimiter, Outcome, RateLimit
 from .memory import FifoTurns, _wake, sleep_unless_woken
 
 __all__ = ["IN_FLIGHT_RECHECK", "Budget", "Entry", "SharedLimiter", "Verdict"]
@@ -68,7 +68,7 @@ class Entry:
         self.ident = ident
 
 
-class SharedLimiter:
+class SharedLimiter(BaseLimiter):
     """The process-side half of a limiter whose budgets live in a store shared by processes."""
 
     def __init__(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
 import errno
 import functools
 import logging
@@ -13,7 +11,7 @@ import select
 import ssl
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 import aiohttp
 from aiohttp.client_reqrep import ClientRequest
@@ -22,6 +20,7 @@ from aiohttp.tracing import Trace
 from yarl import URL
 
 from .._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
+from .base import BaseTransport, ConnectionSlots, RawResponse
 from .direct import (
     DirectExchange,
     MalformedAnswer,
@@ -31,19 +30,11 @@ from .direct import (
     read_body,
 )
 
-__all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "RawResponse", "Transport"]
+__all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AiohttpTransport", "map_aiohttp_error"]
 
 #: Answers larger than this are refused: far above the largest page of any operation (a
 #: 100-record investments page is about 40 KB), far below what would strain memory.
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
-
-
-class RawResponse(NamedTuple):
-    """What came back: the HTTP status, the headers and the undecoded body."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
 
 
 #: Builds a RawResponse from a tuple, without the generated ``__new__`` (a Python function).
@@ -156,65 +147,7 @@ def _peer_closed(connection: Connection) -> bool:
     return bool(readable)
 
 
-class Transport(Protocol):
-    """Sends one HTTP request. Raises only :class:`TransportError` (or :class:`RequestTimeout`)."""
-
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        headers: Mapping[str, str] | None,
-        body: bytes | None,
-        timeout: float,
-    ) -> RawResponse: ...
-
-    async def aclose(self) -> None: ...
-
-
-class ConnectionSlots:
-    """One slot per connection the HTTP connector may open. A request takes one after its budget
-    admits it and before it goes to aiohttp, so that aiohttp never queues an admitted request
-    out of the client's sight: a request that had to wait for a connection is checked again
-    (a refusal may have paused its budget meanwhile) before it leaves."""
-
-    __slots__ = ("_waiters", "free")
-
-    def __init__(self, count: int) -> None:
-        self.free = count
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    def try_take(self) -> bool:
-        if self.free > 0 and not self._waiters:
-            self.free -= 1
-            return True
-        return False
-
-    async def take(self) -> None:
-        """Wait for a slot (first come, first served)."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # handed over just as the wait was cancelled: pass it on
-            else:
-                with contextlib.suppress(ValueError):
-                    self._waiters.remove(waiter)
-            raise
-
-    def release(self) -> None:
-        waiters = self._waiters
-        while waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # handed over: ``free`` stays as it is
-                return
-        self.free += 1
-
-
-class AiohttpTransport:
+class AiohttpTransport(BaseTransport):
     """A transport over one :class:`aiohttp.ClientSession`, kept for the client's life.
 
     The session is created on first use (inside the running loop) unless one is injected; an
@@ -252,7 +185,7 @@ class AiohttpTransport:
             connector = session.connector
             limit = connector.limit if connector is not None else 0
         #: The connection slots requests take before they go to aiohttp (None: unlimited).
-        self.slots: ConnectionSlots | None = ConnectionSlots(limit) if limit else None
+        self.slots = ConnectionSlots(limit) if limit else None
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         # Only a session made here has the connector that says when a request has its
         # connection (see _Connector): an injected one's does not.
@@ -280,12 +213,7 @@ class AiohttpTransport:
         return session
 
     async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        headers: Mapping[str, str] | None,
-        body: bytes | None,
+        self, method: str, url: URL, *, headers: Mapping[str, str] | None, body: bytes | None,
         timeout: float,
     ) -> RawResponse:
         session = self._session
@@ -295,14 +223,7 @@ class AiohttpTransport:
         # each (the cache is emptied past 64 values).
         client_timeout = self._timeouts.get(timeout)
         if client_timeout is None:
-            if len(self._timeouts) >= 64:
-                self._timeouts.clear()
-            # Never rounded up: aiohttp rounds a timeout of 5 s or more up to the loop clock's
-            # next whole second unless told otherwise, and the request could then still leave
-            # up to a second after the deadline its budget counts it until.
-            client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(
-                total=timeout, ceil_threshold=math.inf
-            )
+            client_timeout = self._new_timeout(timeout)
         record: list[Any] | None = None
         direct: DirectExchange | None = None
         if self._owns_session:
@@ -338,11 +259,27 @@ class AiohttpTransport:
                 return _raw_response((status, answer, payload))
             failure = self._too_large(status)
         except Exception as exc:
-            found = self._failure(exc, session, url, timeout, record)
+            found = map_aiohttp_error(
+                exc, url, timeout, connecting=record is not None and record[1] == _CONNECTING,
+                closed=self._closed, session_closed=session.closed,
+            )
             if found is None:
                 raise
             failure = found
+        # Raised here, outside the clause that caught aiohttp's error: see the class's words.
         raise failure
+
+    def _new_timeout(self, timeout: float) -> aiohttp.ClientTimeout:
+        """The aiohttp timeout of ``timeout`` seconds, kept for the next requests."""
+        if len(self._timeouts) >= 64:
+            self._timeouts.clear()
+        # Never rounded up: aiohttp rounds a timeout of 5 s or more up to the loop clock's next
+        # whole second unless told otherwise, and the request could then still leave up to a
+        # second after the deadline its budget counts it until.
+        client_timeout = self._timeouts[timeout] = aiohttp.ClientTimeout(
+            total=timeout, ceil_threshold=math.inf
+        )
+        return client_timeout
 
     def _leave_direct_path(self, exc: NotReady, record: list[Any] | None) -> None:
         """This session's requests go through ``ClientSession.request`` from now on."""
@@ -356,62 +293,6 @@ class AiohttpTransport:
             "aiohttp %s: %s failed the direct request path (%s); this session sends its "
             "requests through ClientSession.request", aiohttp.__version__, exc.part, exc.failure,
         )
-
-    def _failure(
-        self, exc: Exception, session: aiohttp.ClientSession, url: URL, timeout: float,
-        record: list[Any] | None,
-    ) -> TransportError | None:
-        """The error a request that failed with ``exc`` ends with, or None for an exception
-        that is not the transport's to word (it goes on as it is)."""
-        if isinstance(exc, TimeoutError):
-            # aiohttp's own connect timeout, or the deadline before a connection: the request
-            # never left.
-            if isinstance(exc, aiohttp.ConnectionTimeoutError) or (
-                record is not None and record[1] == _CONNECTING
-            ):
-                return RequestTimeout(
-                    f"no connection to {_where(url)} within {timeout:g} s",
-                    may_have_reached_server=False,
-                )
-            return RequestTimeout(f"no answer within {timeout:g} s")
-        if isinstance(exc, Unsendable):
-            return TransportError(
-                f"the request to {_where(url)} was not sent: {exc.reason}",
-                may_have_reached_server=False,
-            )
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return TransportError(_connect_failure(exc, url), may_have_reached_server=False)
-        if isinstance(exc, aiohttp.ClientResponseError | MalformedAnswer):
-            # aiohttp's HTTP parser could not read the status line or the headers (through
-            # ClientSession.request, its error's request_info holds the signed headers).
-            reason = exc.message if isinstance(exc, aiohttp.ClientResponseError) else exc.reason
-            return TransportError(f"malformed HTTP answer from {_where(url)}: "
-                                  f"{_first_words(reason)}")
-        if isinstance(exc, aiohttp.ServerDisconnectedError):
-            return TransportError(
-                _CLOSED_IN_FLIGHT if self._closed
-                else f"{_where(url)} closed the connection before answering"
-            )
-        if isinstance(exc, aiohttp.ClientPayloadError):
-            return TransportError(
-                _CLOSED_IN_FLIGHT if self._closed
-                else f"the answer from {_where(url)} was cut off or malformed before its end"
-            )
-        if isinstance(exc, aiohttp.ClientError | OSError | ValueError):
-            return TransportError(self._connection_failure(exc, url))
-        if isinstance(exc, RuntimeError):
-            if session.closed:
-                # aiohttp refuses a request on a closed session before sending anything; it
-                # checks that itself on every request, so it is not checked here as well.
-                return TransportError("the HTTP session is closed", may_have_reached_server=False)
-            # An aiohttp session (so a client) serves the event loop it was first used in;
-            # from another loop, or once that loop closed, asyncio refuses its work.
-            return TransportError(
-                f"the request could not be made from this event loop ({type(exc).__name__}"
-                "): a client and its HTTP session serve the event loop they were first "
-                "used in; make one client per event loop"
-            )
-        return None
 
     def _too_large(self, status: int) -> TransportError:
         return TransportError(
@@ -442,17 +323,6 @@ class AiohttpTransport:
             response.close()
         return payload
 
-    def _connection_failure(self, exc: BaseException, url: URL) -> str:
-        if self._closed:
-            return _CLOSED_IN_FLIGHT
-        if isinstance(exc, ConnectionResetError) or (
-            isinstance(exc, OSError) and exc.errno == errno.ECONNRESET
-        ):
-            return f"connection reset by {_where(url)}"
-        if isinstance(exc, ValueError) and not isinstance(exc, OSError):
-            return f"the request to {_where(url)} could not be sent: {type(exc).__name__}"
-        return f"connection to {_where(url)} failed: {type(exc).__name__}"
-
     async def aclose(self) -> None:
         self._closed = True
         session = self._session
@@ -460,6 +330,71 @@ class AiohttpTransport:
             await session.close()
             # Let the connector finish closing its transports (aiohttp's documented idiom).
             await asyncio.sleep(0)
+
+
+def map_aiohttp_error(
+    exc: Exception, url: URL, timeout: float, *, connecting: bool, closed: bool,
+    session_closed: bool,
+) -> TransportError | None:
+    """The library's error for a request that failed with ``exc`` (aiohttp's, asyncio's or the
+    direct path's), or None for an exception that is not the transport's to word (it goes on as
+    it is). ``connecting``: the request was waiting for its connection, so nothing of it left;
+    ``closed``: the transport was closed meanwhile; ``session_closed``: the session was."""
+    if isinstance(exc, TimeoutError):
+        # aiohttp's own connect timeout, or the deadline before a connection: the request
+        # never left.
+        if isinstance(exc, aiohttp.ConnectionTimeoutError) or connecting:
+            return RequestTimeout(
+                f"no connection to {_where(url)} within {timeout:g} s",
+                may_have_reached_server=False,
+            )
+        return RequestTimeout(f"no answer within {timeout:g} s")
+    if isinstance(exc, Unsendable):
+        return TransportError(
+            f"the request to {_where(url)} was not sent: {exc.reason}",
+            may_have_reached_server=False,
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return TransportError(_connect_failure(exc, url), may_have_reached_server=False)
+    if isinstance(exc, aiohttp.ClientResponseError | MalformedAnswer):
+        # aiohttp's HTTP parser could not read the status line or the headers (through
+        # ClientSession.request, its error's request_info holds the signed headers).
+        reason = exc.message if isinstance(exc, aiohttp.ClientResponseError) else exc.reason
+        return TransportError(f"malformed HTTP answer from {_where(url)}: "
+                              f"{_first_words(reason)}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return TransportError(_CLOSED_IN_FLIGHT if closed else _cut_off(exc, url))
+    if isinstance(exc, aiohttp.ClientError | OSError | ValueError):
+        return TransportError(_CLOSED_IN_FLIGHT if closed else _connection_failure(exc, url))
+    if isinstance(exc, RuntimeError):
+        if session_closed:
+            # aiohttp refuses a request on a closed session before sending anything; it
+            # checks that itself on every request, so it is not checked here as well.
+            return TransportError("the HTTP session is closed", may_have_reached_server=False)
+        # An aiohttp session (so a client) serves the event loop it was first used in; from
+        # another loop, or once that loop closed, asyncio refuses its work.
+        return TransportError(
+            f"the request could not be made from this event loop ({type(exc).__name__}"
+            "): a client and its HTTP session serve the event loop they were first "
+            "used in; make one client per event loop"
+        )
+    return None
+
+
+def _cut_off(exc: Exception, url: URL) -> str:
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return f"{_where(url)} closed the connection before answering"
+    return f"the answer from {_where(url)} was cut off or malformed before its end"
+
+
+def _connection_failure(exc: Exception, url: URL) -> str:
+    if isinstance(exc, ConnectionResetError) or (
+        isinstance(exc, OSError) and exc.errno == errno.ECONNRESET
+    ):
+        return f"connection reset by {_where(url)}"
+    if isinstance(exc, ValueError) and not isinstance(exc, OSError):
+        return f"the request to {_where(url)} could not be sent: {type(exc).__name__}"
+    return f"connection to {_where(url)} failed: {type(exc).__name__}"
 
 
 def _where(url: URL) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 import txc_async
 
 if TYPE_CHECKING:
-    from yarl import URL
+    pass
 
 #: Stands for the key and secret while a request is built: never sent, never shown.
 _PLACEHOLDER_KEY = "txc-async-dry-run-key"
@@ -48,25 +48,21 @@ class _Captured(Exception):
         self.request = request
 
 
-class _CapturingTransport:
+def _capture(request: txc_async.MockRequest) -> NoReturn:
+    raise _Captured(
+        CapturedRequest(request.method, str(request.url), dict(request.headers or {}),
+                        request.body)
+    )
+
+
+class _CapturingTransport(txc_async.MockTransport):
     """A transport that sends nothing: it raises the request it was handed."""
 
-    async def send(
-        self,
-        method: str,
-        url: URL,
-        *,
-        headers: Mapping[str, str] | None,
-        body: bytes | None,
-        timeout: float,
-    ) -> NoReturn:
-        raise _Captured(CapturedRequest(method, str(url), dict(headers or {}), body))
+    def __init__(self) -> None:
+        super().__init__(_capture)
 
     def sent_nothing(self) -> bool:
         return True
-
-    async def aclose(self) -> None:
-        return None
 
 
 async def capture(

@@ -1,0 +1,101 @@
+"""The transport's interface: one method that sends a request's bytes and returns the answer's,
+and the optional abilities a transport declares by deriving from :class:`BaseTransport`."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Mapping
+from typing import NamedTuple, Protocol
+
+from yarl import URL
+
+__all__ = ["BaseTransport", "ConnectionSlots", "RawResponse", "Transport"]
+
+
+class RawResponse(NamedTuple):
+    """What came back: the HTTP status, the headers and the undecoded body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class Transport(Protocol):
+    """Sends one HTTP request. Raises only :class:`TransportError` (or :class:`RequestTimeout`).
+
+    Any object with these two methods serves; one that derives from :class:`BaseTransport`
+    may also declare the abilities the pipeline uses when they are there."""
+
+    async def send(
+        self,
+        method: str,
+        url: URL,
+        *,
+        headers: Mapping[str, str] | None,
+        body: bytes | None,
+        timeout: float,
+    ) -> RawResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ConnectionSlots:
+    """One slot per connection the HTTP connector may open. A request takes one after its budget
+    admits it and before it goes to aiohttp, so that aiohttp never queues an admitted request
+    out of the client's sight: a request that had to wait for a connection is checked again
+    (a refusal may have paused its budget meanwhile) before it leaves."""
+
+    __slots__ = ("_waiters", "free")
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def try_take(self) -> bool:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Wait for a slot (first come, first served)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed over just as the wait was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # handed over: ``free`` stays as it is
+                return
+        self.free += 1
+
+
+class BaseTransport:
+    """The optional abilities of a :class:`Transport`, declared, with defaults that say "not
+    supported": a transport derives from this class, implements ``send`` and ``aclose``, and
+    overrides the abilities it has. A transport that does not derive from it is used as if it
+    had the defaults.
+    """
+
+    #: The connection slots requests take before they go to the transport, when the transport
+    #: holds a limited number of connections (None: it queues no admitted request out of the
+    #: client's sight, so none waits for a slot).
+    slots: ConnectionSlots | None = None
+
+    def sent_nothing(self) -> bool:
+        """True when the request the current task was sending when it ended (cancelled, say)
+        certainly never left this machine. The default cannot tell: False, it may have left."""
+        return False
