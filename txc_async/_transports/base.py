@@ -1,8 +1,7 @@
 """The transport's interface: one method that sends a request's bytes and returns the answer's,
 and the optional abilities a transport declares by deriving from :class:`BaseTransport`."""
 
-from __future__ import annotations
-
+# No postponed annotations here: the reference generator reads RawResponse's fields from them.
 import asyncio
 import collections
 import contextlib

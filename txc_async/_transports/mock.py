@@ -1,6 +1,5 @@
 """A transport whose answers come from a function, so that tests (and a user's) need no network."""
 
-from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
