@@ -25,6 +25,7 @@ __all__ = [
     "MIN_PAUSE",
     "RefusalState",
     "backoff_pause",
+    "blamed_group",
 ]
 
 logger = logging.getLogger("txc_async")
@@ -40,6 +41,20 @@ BACKOFF_START = 1.0
 BACKOFF_JITTER = 0.25
 #: How long a learned limit holds after the last refusal that confirmed it, in seconds.
 LEARNED_LIMIT_SECONDS = 3600.0
+
+
+def blamed_group(
+    scope: str, groups: list[tuple[RefusalState, RateLimit]], now: float
+) -> int | None:
+    """Which budget a rate-limit refusal of a request of ``scope`` is blamed on: the index of
+    the first of its ``groups`` in whose window another operation had a request answered (that
+    traffic may be what the server refused: the operation's own limit must not pay for it), or
+    None for the request's own scope (it was alone in its groups: blaming a group would hold up
+    operations that had no part in it)."""
+    for index, (state, limit) in enumerate(groups):
+        if state.others_answered(scope, now, limit.per_seconds):
+            return index
+    return None
 
 
 def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], float]) -> float:
@@ -61,6 +76,7 @@ class RefusalState:
 
     __slots__ = (
         "accepted",
+        "answered_by_scope",
         "label",
         "learned",
         "learned_until",
@@ -81,6 +97,8 @@ class RefusalState:
         self.learned_until = -math.inf
         # Answer times of accepted requests; only the last ``max_requests`` can matter.
         self.accepted: deque[float] = deque(maxlen=1)
+        #: For a group's budget: the last answer of each operation that draws on it.
+        self.answered_by_scope: dict[str, float] = {}
 
     def cap(self, limit: RateLimit, now: float) -> int:
         """How many requests the budget admits per window: the limit, or the learned one."""
@@ -124,6 +142,12 @@ class RefusalState:
             seen = self._accepted_in_window(limit, now)
             if seen > learned:
                 self.learned = min(seen, limit.max_requests)
+
+    def others_answered(self, scope: str, now: float, per: float) -> bool:
+        """Whether an operation other than ``scope`` had a request answered in the ``per``
+        seconds before ``now`` (a group's budget: its other operations' traffic)."""
+        cut = now - per
+        return any(at > cut for other, at in self.answered_by_scope.items() if other != scope)
 
     def on_refused(
         self,

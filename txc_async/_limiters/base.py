@@ -11,9 +11,11 @@ from .._validate import check_positive_seconds
 
 __all__ = [
     "DEFAULT_RATE_LIMITS",
+    "GROUPS",
     "SCOPES",
     "Admission",
     "BaseLimiter",
+    "Groups",
     "Limiter",
     "Outcome",
     "RateLimit",
@@ -48,9 +50,19 @@ DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = {
     "mining_rewards": RateLimit(1000, 10.0),
     "mining_hashrate": RateLimit(1000, 10.0),
     "refresh_oauth_token": RateLimit(1, 1.0),
+    # The service's groups, counted per IP address (whitebit-exchange/docs,
+    # api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
+    # budget, every one outside the listed groups the default one.
+    "main_account": RateLimit(1000, 10.0),
+    "default": RateLimit(10000, 10.0),
 }
 
+#: The group budgets: each operation draws on its own scope and on its group's.
+GROUPS: frozenset[str] = frozenset({"main_account", "default"})
 SCOPES: frozenset[str] = frozenset(DEFAULT_RATE_LIMITS)
+
+#: The group budgets a request draws on besides its scope's: ``(name, limit)`` pairs.
+Groups = tuple[tuple[str, RateLimit], ...]
 
 
 def merge_rate_limits(overrides: Mapping[str, RateLimit] | None) -> dict[str, RateLimit]:
@@ -96,11 +108,13 @@ class Admission:
     ``nonce`` is the nonce to sign with when a backend shared by several processes draws it
     from its per-key counter (None: the client draws it from the process's own source).
     ``admitted`` and ``deadline`` are on the backend's clock, ``local_deadline`` on this
-    process's monotonic clock; ``token`` is the backend's own.
+    process's monotonic clock; ``token`` is the backend's own. ``groups`` are the group budgets
+    the request drew on besides its scope's.
     """
 
     __slots__ = (
-        "admitted", "deadline", "key_id", "limit", "local_deadline", "nonce", "scope", "token",
+        "admitted", "deadline", "groups", "key_id", "limit", "local_deadline", "nonce", "scope",
+        "token",
     )
 
     def __init__(
@@ -113,8 +127,10 @@ class Admission:
         token: object = None,
         nonce: int | None = None,
         local_deadline: float | None = None,
+        groups: Groups = (),
     ) -> None:
         self.key_id = key_id
+        self.groups = groups
         self.scope = scope
         self.limit = limit
         self.admitted = admitted
@@ -133,9 +149,13 @@ class Admission:
 class Limiter(Protocol):
     """A backend that keeps request budgets.
 
-    A budget is named by ``key_id`` (a hash identifying the API key and server, never the key
-    itself) and ``scope``. The server counts a request when it arrives, which is some time
-    between its admission and its answer; so a budget's log holds, for every request, the latest
+    A budget is named by ``key_id`` (a hash identifying the server, never a key: the service
+    counts per IP address, so every API key used with one server draws on the same budgets) and
+    ``scope`` (an operation's scope, or a group's name). A request draws on its scope's budget
+    and on the budgets of its ``groups``, all at once or none.
+
+    The server counts a request when it arrives, which is some time between its admission and
+    its answer; so a budget's log holds, for every request, the latest
     moment it could have arrived: its deadline while it is in flight, its answer once answered.
     A request is admitted at ``t`` only while fewer than ``max_requests`` of those moments lie in
     ``(t - per_seconds, t]``; then no span of ``per_seconds`` at the server can hold more than
@@ -146,9 +166,9 @@ class Limiter(Protocol):
     """
 
     def try_acquire(
-        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, *, groups: Groups = ()
     ) -> Admission | None:
-        """Admit at once when the budget has room and no one waits, else None (never waits).
+        """Admit at once when every budget has room and no one waits, else None (never waits).
 
         A backend that cannot decide without I/O always returns None.
         """
@@ -161,13 +181,18 @@ class Limiter(Protocol):
         limit: RateLimit,
         timeout: float,
         nonce_clock: Callable[[], int] | None = None,
+        *,
+        groups: Groups = (),
+        nonce_key: str | None = None,
     ) -> Admission:
-        """Wait until one more request may be sent within ``limit``, then count it as in flight
-        until ``timeout`` seconds from now.
+        """Wait until one more request may be sent within ``limit`` and within each of the
+        ``groups``' limits, then count it as in flight in all of them until ``timeout`` seconds
+        from now.
 
         ``nonce_clock`` (milliseconds on the server-aligned clock) is given for signed requests:
         a backend shared by several processes then draws the request's nonce from one counter
-        per key and returns it in :attr:`Admission.nonce`. The client's clock also has
+        per API key (``nonce_key``, a hash of it; ``key_id`` when not given) and returns it in
+        :attr:`Admission.nonce`. The client's clock also has
         ``known_ceiling_ms()``: the highest nonce the server can have accepted so far, or None
         while no answer bounds the server's clock; only down to it may a backend bring back a
         counter left far ahead.
@@ -177,8 +202,13 @@ class Limiter(Protocol):
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        """Record how an admitted request ended; returns the pause in seconds the budget now
-        keeps (0 unless ``outcome`` is :attr:`Outcome.RATE_LIMITED`).
+        """Record how an admitted request ended in every budget it drew on; returns the pause in
+        seconds it now has to keep (0 unless ``outcome`` is :attr:`Outcome.RATE_LIMITED`).
+
+        A rate-limit refusal pauses, and may teach a lower limit to, one budget: the request's
+        group when other operations' requests were answered in that group's window (their
+        traffic may be what the server refused, and an operation's own limit must not pay for
+        it), else the request's own scope (so one operation's refusals hold up no other).
 
         Never waits: a backend that must tell a store does it in the background, and keeps
         the safer value (the deadline) until then.

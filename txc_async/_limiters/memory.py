@@ -21,8 +21,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from .backoff import RefusalState
-from .base import Admission, BaseLimiter, Outcome, RateLimit
+from .backoff import RefusalState, blamed_group
+from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
 
@@ -189,9 +189,17 @@ class _Budget:
         self, key_id: str, scope: str, limit: RateLimit, now: float, timeout: float
     ) -> Admission | float:
         """Admit one request at ``now`` and count it in flight until ``now + timeout``; or, when
-        the budget has no room, the seconds until it may have some. Lock held.
+        the budget has no room, the seconds until it may have some. Lock held."""
+        wait = self.room(limit, now)
+        if wait > 0:
+            return wait
+        deadline = now + timeout
+        self.put(deadline)
+        return Admission(key_id, scope, limit, now, deadline, self)
 
-        One function for both (no call in between), since every request runs it."""
+    def room(self, limit: RateLimit, now: float) -> float:
+        """The seconds until the budget may admit one more request, from ``now`` (0 or less:
+        it may now). Lock held."""
         per = limit.per_seconds
         if per > self.per_max:
             self.per_max = per
@@ -214,15 +222,32 @@ class _Budget:
             later = log[size - cap] + per - now
             if later > wait:
                 wait = later
-        if wait > 0:
-            return wait
-        deadline = now + timeout
-        if not size or log[-1] <= deadline:
+        return wait
+
+    def put(self, deadline: float) -> None:
+        """Count one request in flight until ``deadline``. Lock held."""
+        log = self.log
+        if not log or log[-1] <= deadline:
             log.append(deadline)
         else:
-            bisect.insort(log, deadline, start)
+            bisect.insort(log, deadline, self.start)
         self.in_flight += 1
-        return Admission(key_id, scope, limit, now, deadline, self)
+
+    def release(self, deadline: float, outcome: Outcome, now: float) -> None:
+        """One request counted until ``deadline`` ended with ``outcome`` at ``now``. Lock held."""
+        self.in_flight -= 1
+        if outcome is _NO_ANSWER:
+            return  # the deadline stays: the request may still arrive until then
+        log = self.log
+        at = bisect.bisect_left(log, deadline, self.start)
+        if at < len(log) and log[at] == deadline:
+            del log[at]
+            if outcome is not _NOT_SENT:
+                # It arrived before its answer: that moment is the latest it counts from.
+                if not log or log[-1] <= now:
+                    log.append(now)
+                else:
+                    bisect.insort(log, now, self.start)
 
     def idle(self, now: float) -> bool:
         return (
@@ -231,6 +256,19 @@ class _Budget:
             and (self.start >= len(self.log) or self.log[-1] <= now - self.per_max)
             and self.refusals.idle(now)
         )
+
+
+class _Drawn(tuple[_Budget, ...]):
+    """The token of a request that drew on several budgets: its scope's, then its groups'."""
+
+    __slots__ = ()
+
+
+def _locked_in_order(budgets: list[_Budget], stack: contextlib.ExitStack) -> None:
+    """Hold every budget's lock, taken in one order (by identity) whatever order the budgets
+    come in, so that two requests drawing on the same budgets never wait for each other."""
+    for budget in sorted(budgets, key=id):
+        stack.enter_context(budget.lock)
 
 
 class InProcessLimiter(BaseLimiter):
@@ -299,9 +337,12 @@ class InProcessLimiter(BaseLimiter):
         self._sweep_due = now + longest
 
     def try_acquire(
-        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, *, groups: Groups = ()
     ) -> Admission | None:
-        """Admit at once when the budget has room and no one waits; else None (never waits)."""
+        """Admit at once when every budget has room and no one waits; else None (never
+        waits)."""
+        if groups:
+            return self._try_all(key_id, scope, limit, timeout, groups)
         budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
             if budget.turns._waiters:  # someone waits: no jumping the queue
@@ -327,26 +368,22 @@ class InProcessLimiter(BaseLimiter):
         limit: RateLimit,
         timeout: float,
         nonce_clock: Callable[[], int] | None = None,
+        *,
+        groups: Groups = (),
+        nonce_key: str | None = None,
     ) -> Admission:
-        """Wait for the budget (first come, first served), then count the request in flight.
+        """Wait for the budgets (first come, first served), then count the request in flight
+        in each.
 
         The admission carries no nonce: the client draws it from the process's own source.
         """
         # With budget to spare and no one waiting: admitted without suspending or allocating.
-        admission = self.try_acquire(key_id, scope, limit, timeout)
+        admission = self.try_acquire(key_id, scope, limit, timeout, groups=groups)
         if admission is not None:
             return admission
-        while True:
-            budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
-            turns = budget.turns
-            ticket = await turns.enter()
-            # A budget with someone in its queue is never dropped; but a sweep in another
-            # thread may have dropped it just before this one joined: then join the new one.
-            with budget.lock:
-                dropped = budget.dropped
-            if not dropped:
-                break
-            turns.leave(ticket)
+        if groups:
+            return await self._acquire_all(key_id, scope, limit, timeout, groups)
+        budget, ticket = await self._enter(key_id, scope)
         try:
             while True:
                 with budget.lock:
@@ -356,19 +393,119 @@ class InProcessLimiter(BaseLimiter):
                             taken.local_deadline = time.monotonic() + timeout
                         return taken
                     wait = taken
-                    woken: asyncio.Future[None] | None = None
-                    if budget.in_flight:
-                        woken = budget.wake = asyncio.get_running_loop().create_future()
-                if woken is None:
-                    # Woken early (a pause set meanwhile, a coarse clock), it simply looks again.
-                    await self._sleep(wait)
-                else:
-                    await self._sleep_unless_woken(wait, woken)
-                    with budget.lock:
-                        if budget.wake is woken:
-                            budget.wake = None
+                await self._wait(budget, wait)
         finally:
-            turns.leave(ticket)
+            budget.turns.leave(ticket)
+
+    async def _enter(self, key_id: str, scope: str) -> tuple[_Budget, asyncio.Future[None]]:
+        """Join the budget's queue and wait to be its head: the budget and the ticket."""
+        while True:
+            budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
+            ticket = await budget.turns.enter()
+            # A budget with someone in its queue is never dropped; but a sweep in another
+            # thread may have dropped it just before this one joined: then join the new one.
+            with budget.lock:
+                dropped = budget.dropped
+            if not dropped:
+                return budget, ticket
+            budget.turns.leave(ticket)
+
+    async def _wait(self, budget: _Budget, wait: float) -> None:
+        """Sleep ``wait`` seconds, or until an answer frees room in ``budget``."""
+        woken: asyncio.Future[None] | None = None
+        with budget.lock:
+            if budget.in_flight:
+                woken = budget.wake = asyncio.get_running_loop().create_future()
+        if woken is None:
+            # Woken early (a pause set meanwhile, a coarse clock), the caller simply looks again.
+            await self._sleep(wait)
+            return
+        await self._sleep_unless_woken(wait, woken)
+        with budget.lock:
+            if budget.wake is woken:
+                budget.wake = None
+
+    def _try_all(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, groups: Groups
+    ) -> Admission | None:
+        """:meth:`try_acquire` of a request that draws on its groups' budgets too."""
+        budgets = [self._budgets.get((key_id, name)) or self._budget(key_id, name)
+                   for name in (scope, *(name for name, _ in groups))]
+        limits = [limit, *(group for _, group in groups)]
+        with contextlib.ExitStack() as locks:
+            _locked_in_order(budgets, locks)
+            if any(b.turns._waiters or b.dropped for b in budgets):
+                return None  # someone waits: no jumping the queue (or a sweep is under way)
+            now = self._clock()
+            if any(b.room(lim, now) > 0 for b, lim in zip(budgets, limits, strict=True)):
+                return None
+            return self._put_all(key_id, scope, limit, timeout, groups, budgets, now)
+
+    def _put_all(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, groups: Groups,
+        budgets: list[_Budget], now: float,
+    ) -> Admission:
+        """Count the request in flight in every one of ``budgets`` (their locks held)."""
+        deadline = now + timeout
+        for budget in budgets:
+            budget.put(deadline)
+        admission = Admission(key_id, scope, limit, now, deadline, _Drawn(budgets),
+                              groups=groups)
+        if self._clock is not time.monotonic:
+            admission.local_deadline = time.monotonic() + timeout
+        return admission
+
+    async def _acquire_all(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, groups: Groups
+    ) -> Admission:
+        """Wait as the head of the scope's queue until the scope has room, then also as the head
+        of each group's queue until every budget has room, and take from all at once.
+
+        The groups' queues are joined only once the scope has room, so a request held by its
+        own scope's limit (or pause) never holds up the other operations of its groups."""
+        own, own_ticket = await self._enter(key_id, scope)
+        try:
+            while True:
+                while (wait := self._room(own, limit)) > 0:
+                    await self._wait(own, wait)
+                admission = await self._take_with_groups(
+                    key_id, scope, limit, timeout, groups, own
+                )
+                if admission is not None:
+                    return admission
+        finally:
+            own.turns.leave(own_ticket)
+
+    def _room(self, budget: _Budget, limit: RateLimit) -> float:
+        with budget.lock:
+            return budget.room(limit, self._clock())
+
+    async def _take_with_groups(
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, groups: Groups,
+        own: _Budget,
+    ) -> Admission | None:
+        """Join the groups' queues and take from every budget once all have room; None when the
+        scope's own budget has none any more (a refusal paused it): its turn is given back."""
+        entered: list[tuple[_Budget, asyncio.Future[None]]] = []
+        try:
+            for name, _ in groups:
+                entered.append(await self._enter(key_id, name))
+            budgets = [own, *(budget for budget, _ in entered)]
+            limits = [limit, *(group for _, group in groups)]
+            while True:
+                with contextlib.ExitStack() as locks:
+                    _locked_in_order(budgets, locks)
+                    now = self._clock()
+                    waits = [b.room(lim, now) for b, lim in zip(budgets, limits, strict=True)]
+                    if max(waits) <= 0:
+                        return self._put_all(key_id, scope, limit, timeout, groups, budgets, now)
+                if waits[0] > 0:
+                    return None
+                blocking = max(range(1, len(waits)), key=waits.__getitem__)
+                await self._wait(budgets[blocking], waits[blocking])
+        finally:
+            for budget, ticket in entered:
+                budget.turns.leave(ticket)
 
     async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
         await sleep_unless_woken(self._sleep, wait, woken)
@@ -380,31 +517,20 @@ class InProcessLimiter(BaseLimiter):
         the head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
         budget = admission.token
         if type(budget) is not _Budget:
+            if type(budget) is _Drawn:
+                return self._settle_all(admission, budget, outcome, retry_after)
             return 0.0  # settled already: an admission counts once
         admission.token = None
         pause = 0.0
         with budget.lock:
-            budget.in_flight -= 1
-            if outcome is not _NO_ANSWER:
-                # No answer: the deadline stays, since the request may still arrive until then.
-                now = self._clock()
-                log = budget.log
-                deadline = admission.deadline
-                at = bisect.bisect_left(log, deadline, budget.start)
-                if at < len(log) and log[at] == deadline:
-                    del log[at]
-                    if outcome is not _NOT_SENT:
-                        # It arrived before its answer: that moment is the latest it counts from.
-                        if not log or log[-1] <= now:
-                            log.append(now)
-                        else:
-                            bisect.insort(log, now, budget.start)
-                if outcome is _ANSWERED:
-                    budget.refusals.on_accepted(admission.admitted, now, admission.limit)
-                elif outcome is _RATE_LIMITED:
-                    pause = budget.refusals.on_refused(
-                        admission.admitted, now, admission.limit, retry_after, self._random
-                    )
+            now = self._clock()
+            budget.release(admission.deadline, outcome, now)
+            if outcome is _ANSWERED:
+                budget.refusals.on_accepted(admission.admitted, now, admission.limit)
+            elif outcome is _RATE_LIMITED:
+                pause = budget.refusals.on_refused(
+                    admission.admitted, now, admission.limit, retry_after, self._random
+                )
             wake = budget.wake
             if wake is not None:
                 budget.wake = None
@@ -412,10 +538,49 @@ class InProcessLimiter(BaseLimiter):
             _wake(wake)
         return pause
 
+    def _settle_all(
+        self, admission: Admission, drawn: _Drawn, outcome: Outcome, retry_after: float | None
+    ) -> float:
+        """:meth:`settle` for a request that drew on its groups' budgets too."""
+        admission.token = None
+        limits = [admission.limit, *(limit for _, limit in admission.groups)]
+        now = self._clock()
+        wakes: list[asyncio.Future[None]] = []
+        for budget, limit in zip(drawn, limits, strict=True):
+            with budget.lock:
+                budget.release(admission.deadline, outcome, now)
+                if outcome is _ANSWERED:
+                    budget.refusals.on_accepted(admission.admitted, now, limit)
+                    budget.refusals.answered_by_scope[admission.scope] = now
+                if budget.wake is not None:
+                    wakes.append(budget.wake)
+                    budget.wake = None
+        pause = 0.0
+        if outcome is _RATE_LIMITED:
+            groups = list(zip(drawn[1:], limits[1:], strict=True))
+            with contextlib.ExitStack() as locks:
+                for budget, _ in groups:
+                    locks.enter_context(budget.lock)
+                blamed = blamed_group(
+                    admission.scope, [(b.refusals, limit) for b, limit in groups], now
+                )
+            target, limit = (drawn[0], limits[0]) if blamed is None else groups[blamed]
+            with target.lock:
+                pause = target.refusals.on_refused(
+                    admission.admitted, now, limit, retry_after, self._random
+                )
+        for wake in wakes:
+            _wake(wake)
+        return pause
+
     def holds(self, admission: Admission) -> bool:
-        """False when a refusal paused the admission's budget after it was admitted: the
-        request, not sent yet (it waited for a connection), must wait for the pause like any."""
+        """False when a refusal paused one of the admission's budgets after it was admitted:
+        the request, not sent yet (it waited for a connection), must wait for the pause like
+        any."""
         budget = admission.token
+        if type(budget) is _Drawn:
+            now = self._clock()
+            return all(b.refusals.paused_until <= now for b in budget)
         if type(budget) is not _Budget:
             return True
         return budget.refusals.paused_until <= self._clock()
