@@ -280,13 +280,14 @@ class Client:
         base = _check_base_url(base_url)
         self._timeout = _check_timeout(timeout)
         self._retry = _check_retry(retry)
-        # Budgets are per server and key: the hash names both without revealing the key.
-        key_id = key_fingerprint(api_key or "", str(base.origin()))
+        origin = str(base.origin())
+        # The service counts requests per IP address: budgets are the server's, shared by every
+        # key used with it. Nonce counters stay per key (a hash, never the key itself).
+        key_id = key_fingerprint("", origin)
+        nonce_key = key_fingerprint(api_key or "", origin)
         # One estimate of the server's clock per server, shared by the clients of the process;
         # nonces (here and in shared limiters) are drawn on it.
-        server_clock = server_clock_for(
-            str(base.origin()), clock if clock is not None else SYSTEM_CLOCK
-        )
+        server_clock = server_clock_for(origin, clock if clock is not None else SYSTEM_CLOCK)
         self._pipeline = Pipeline(
             base_url=base,
             signer=(
@@ -297,6 +298,7 @@ class Client:
             server_clock=server_clock,
             limiter=limiter if limiter is not None else default_limiter(),
             key_id=key_id,
+            nonce_key=nonce_key,
             rate_limits=merge_rate_limits(rate_limits),
             transport=transport
             or AiohttpTransport(

@@ -44,6 +44,7 @@ __all__ = [
     "REFRESH_OAUTH_TOKEN",
     "Auth",
     "Operation",
+    "group_of",
 ]
 
 R = TypeVar("R")
@@ -81,6 +82,25 @@ class Operation(Generic[R]):
     decode: Callable[[bytes], R]
     #: Parameters whose values are secrets (masked wherever an answer quotes them).
     secret_params: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str | None:
+        """The rate-limit group the operation draws on besides its own scope (see
+        :func:`group_of`)."""
+        return group_of(self.path)
+
+
+def group_of(path: str) -> str | None:
+    """The service's rate-limit group of a path (whitebit-exchange/docs,
+    api-reference/rate-limits.mdx; counted per IP address): ``main_account`` for
+    ``/api/v4/main-account/*``, ``default`` for every path outside the listed groups, and None
+    for ``/api/v4/public/*``, whose group (20,000 per 10 s) no operation here can reach before
+    its own limit (ping: 2,000)."""
+    if path.startswith("/api/v4/main-account/"):
+        return "main_account"
+    if path.startswith("/api/v4/public/"):
+        return None
+    return "default"
 
 
 def _same(value: R) -> R:

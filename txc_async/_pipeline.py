@@ -27,7 +27,7 @@ from ._errors import (
     TxcError,
     client_closed,
 )
-from ._limiters.base import Admission, BaseLimiter, Limiter, Outcome, RateLimit
+from ._limiters.base import Admission, BaseLimiter, Groups, Limiter, Outcome, RateLimit
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._retry import RetryPolicy
 from ._secrets import mask_secrets
@@ -215,6 +215,7 @@ class Pipeline:
         server_clock: ServerClock,
         limiter: Limiter,
         key_id: str,
+        nonce_key: str,
         rate_limits: dict[str, RateLimit],
         transport: Transport,
         user_agent: str | None,
@@ -228,7 +229,10 @@ class Pipeline:
         self.server_clock = server_clock
         self._nonce_clock = NonceClock(server_clock, self._ask_server_time)
         self.limiter = limiter
+        #: Names the budgets: the server's (every API key used with it shares them).
         self.key_id = key_id
+        #: Names the API key's nonce counter in a limiter that draws nonces.
+        self.nonce_key = nonce_key
         self.rate_limits = rate_limits
         self.transport = transport
         # The abilities the transport and the limiter declare; any other has the defaults.
@@ -241,6 +245,14 @@ class Pipeline:
         abilities = limiter if isinstance(limiter, BaseLimiter) else _NO_LIMITER_ABILITIES
         self._holds = abilities.holds
         self._redraw_nonce = abilities.redraw_nonce
+        #: The group budgets each operation draws on besides its scope's (none when the
+        #: limiter keeps scopes only).
+        self._groups: dict[str, Groups] = {
+            op.name: ((op.group, rate_limits[op.group]),)
+            if abilities.takes_groups and op.group is not None else ()
+            for op in OPERATIONS
+        }
+        self._takes_groups = abilities.takes_groups
         agent = default_user_agent()
         self.user_agent = f"{user_agent} {agent}" if user_agent else agent
         self._plain_headers = {"User-Agent": self.user_agent}
@@ -411,16 +423,26 @@ class Pipeline:
                 )
         limiter = self.limiter
         limit = self.rate_limits[op.scope]
+        groups = self._groups.get(op.name, ())
         waited = 0.0
-        admission = limiter.try_acquire(self.key_id, op.scope, limit, timeout)
+        admission = (
+            limiter.try_acquire(self.key_id, op.scope, limit, timeout, groups=groups)
+            if groups else limiter.try_acquire(self.key_id, op.scope, limit, timeout)
+        )
         if admission is None:
             began = _monotonic()
-            admission = await limiter.acquire(
-                self.key_id, op.scope, limit, timeout,
-                # A limiter shared by processes draws signed requests' nonces from one counter
-                # per key, on the server's clock as this process estimates it.
-                self._nonce_clock if signed else None,
-            )
+            # A limiter shared by processes draws signed requests' nonces from one counter per
+            # key, on the server's clock as this process estimates it.
+            nonce_clock = self._nonce_clock if signed else None
+            if self._takes_groups:
+                admission = await limiter.acquire(
+                    self.key_id, op.scope, limit, timeout, nonce_clock, groups=groups,
+                    nonce_key=self.nonce_key,
+                )
+            else:
+                admission = await limiter.acquire(
+                    self.key_id, op.scope, limit, timeout, nonce_clock
+                )
             waited = _monotonic() - began
         if self.closed:
             limiter.settle(admission, _NOT_SENT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from .._validate import check_positive_seconds
 
@@ -231,6 +231,11 @@ class BaseLimiter:
     overrides the abilities it has. A limiter that does not derive from it is used as if it had
     the defaults.
     """
+
+    #: Whether :meth:`Limiter.acquire` and :meth:`Limiter.try_acquire` take ``groups`` (and
+    #: ``acquire`` ``nonce_key``). A limiter that does not is given each request's own scope
+    #: alone (its groups' budgets are not kept) and draws nonces, if it does, by ``key_id``.
+    takes_groups: ClassVar[bool] = False
 
     def holds(self, admission: Admission) -> bool:
         """False when a refusal paused the admission's budget after it was admitted: the request,

@@ -286,6 +286,8 @@ class InProcessLimiter(BaseLimiter):
     replaced, e.g. by a fake clock in tests.
     """
 
+    takes_groups = True
+
     def __init__(
         self,
         *,
