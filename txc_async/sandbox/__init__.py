@@ -2,15 +2,17 @@
 
 It answers as the live service does (``Sandbox(dialect="spec")``: in SPEC.md's shapes), checks
 signatures, payloads and nonces like the live service, validates parameters with its
-error shapes, enforces the documented rate limits with strict sliding windows, keeps state, serves
-deterministic synthetic data, and injects faults on request.
+error shapes, enforces the documented rate limits with strict sliding windows (per IP address, per
+endpoint and per group), keeps state, serves deterministic synthetic data, and injects faults on
+request.
 """
 
 from . import _server
 from ._server import FaultPlan, Sandbox, SandboxStats, serve
 
 __all__ = [
-    "FAULT_KINDS", "PATH_SCOPES", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
+    "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "Dialect", "FaultPlan", "Sandbox",
+    "SandboxStats", "serve",
 ]
 
 Dialect = _server.Dialect
@@ -26,3 +28,8 @@ errors), ``error_200`` (an error body with status 200) and ``empty_404``; ``thro
 ``validation_failed`` take ``status=`` 400 or 422."""
 PATH_SCOPES = _server.PATH_SCOPES
 """Every path the sandbox serves, with the rate-limit scope its requests count against."""
+PATH_GROUPS = _server.PATH_GROUPS
+"""Every path the sandbox serves, with the rate-limit group its requests also count against, per
+IP address as the service counts (whitebit-exchange/docs, api-reference/rate-limits.mdx):
+``"main_account"`` for /api/v4/main-account/*, ``"public_group"`` for /api/v4/public/*,
+``"default"`` for every other path."""

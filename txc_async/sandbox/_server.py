@@ -43,6 +43,17 @@ PATH_SCOPES: dict[str, str] = {
     "/api/v4/mining/hashrate": "mining_hashrate",
     "/oauth2/refresh_token": "refresh_oauth_token",
 }
+#: The group each path's requests also count against, as the service's rate-limit page lists them
+#: (whitebit-exchange/docs, api-reference/rate-limits.mdx and data/rate-limits.yaml): every path
+#: under /api/v4/main-account/ shares one budget, every path under /api/v4/public/ another, and
+#: every path outside the listed prefixes falls in the default group. The page's fourth group,
+#: /api/v4/trade-account/*, has no path here, so no budget either.
+PATH_GROUPS: dict[str, str] = {
+    path: "main_account" if path.startswith("/api/v4/main-account/")
+    else "public_group" if path.startswith("/api/v4/public/")
+    else "default"
+    for path in PATH_SCOPES
+}
 FAULT_KINDS = frozenset({
     "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",
     "rate_limit_429", "nonce_429", "throttle", "validation_failed", "error_200", "empty_404",
@@ -74,6 +85,15 @@ SERVICE_RATE_LIMITS: dict[str, RateLimit] = {
     "mining_rewards": RateLimit(1000, 10.0),
     "mining_hashrate": RateLimit(1000, 10.0),
     "refresh_oauth_token": RateLimit(1, 1.0),
+}
+#: The groups' limits (whitebit-exchange/docs, api-reference/rate-limits.mdx), counted per IP
+#: address like the endpoints' own: a request is refused when either its endpoint's window or its
+#: group's is full. Kept apart from SERVICE_RATE_LIMITS, which the client's per-operation table is
+#: compared with.
+SERVICE_GROUP_LIMITS: dict[str, RateLimit] = {
+    "main_account": RateLimit(1000, 10.0),
+    "public_group": RateLimit(20000, 10.0),
+    "default": RateLimit(10000, 10.0),
 }
 MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
 MIN_ORDER_AMOUNT = Decimal("0.0001")
@@ -179,7 +199,14 @@ class FaultPlan:
 
 @dataclass(slots=True)
 class SandboxStats:
-    """What reached the sandbox. Refusal counters count the sandbox's own refusals, not faults."""
+    """What reached the sandbox. Refusal counters count the sandbox's own refusals, not faults.
+
+    ``arrivals`` holds the arrival times of every request, refused ones included, under its
+    endpoint's scope and under its group (``"main_account"``, ``"public_group"``, ``"default"``),
+    from every IP address together. ``refused`` counts rate-limit refusals by the name of the
+    budget whose window was full (both names when both were); ``rate_limited`` counts each refused
+    request once. ``arrivals_by_ip`` counts the requests from each client IP address.
+    """
 
     received: Counter[str] = field(default_factory=Counter)
     executed: Counter[str] = field(default_factory=Counter)
@@ -188,10 +215,13 @@ class SandboxStats:
     auth_failed: int = 0
     faults_served: int = 0
     arrivals: dict[str, list[float]] = field(default_factory=dict)
+    refused: Counter[str] = field(default_factory=Counter)
+    arrivals_by_ip: Counter[str] = field(default_factory=Counter)
     orders: list[dict[str, Any]] = field(default_factory=list)
 
     def max_in_window(self, scope: str, per_seconds: float) -> int:
-        """The most arrivals of ``scope`` in any span of ``per_seconds`` (strict sliding window)."""
+        """The most arrivals of ``scope`` (an endpoint's scope or a group) in any span of
+        ``per_seconds`` (strict sliding window)."""
         times = sorted(self.arrivals.get(scope, ()))
         best = first = 0
         for last, moment in enumerate(times):
@@ -206,6 +236,8 @@ class SandboxStats:
         self.executed.clear()
         self.rate_limited = self.nonce_refused = self.auth_failed = self.faults_served = 0
         self.arrivals.clear()
+        self.refused.clear()
+        self.arrivals_by_ip.clear()
         self.orders.clear()
 
 
@@ -221,12 +253,18 @@ class _Refusal(Exception):
 def over_limit(window: deque[float], limit: RateLimit, now: float) -> bool:
     """A strict sliding window: whether a request arriving ``now`` is over ``limit``, given the
     arrival times in ``window`` that were not refused (the request is added when it is not)."""
-    while window and window[0] <= now - limit.per_seconds:
-        window.popleft()
-    if len(window) >= limit.max_requests:
+    if _full(window, limit, now):
         return True
     window.append(now)
     return False
+
+
+def _full(window: deque[float], limit: RateLimit, now: float) -> bool:
+    """Whether ``window`` (admitted arrival times) holds ``limit``'s most at ``now``; times that
+    have left the window are dropped, nothing is added."""
+    while window and window[0] <= now - limit.per_seconds:
+        window.popleft()
+    return len(window) >= limit.max_requests
 
 
 def _validation(status: int, code: int, message: str, errors: Mapping[str, list[str]]) -> _Refusal:
@@ -255,6 +293,17 @@ class Sandbox:
 
     ``url``, ``api_key`` and ``api_secret`` are what a client needs; ``faults`` injects faults,
     ``stats`` tells what arrived. With ``enforce_limits=False`` no rate limit is applied.
+
+    Rate limits are counted as the service counts them (whitebit-exchange/docs,
+    api-reference/rate-limits.mdx): per client IP address, shared by every API key used from it,
+    and twice for each request: against its endpoint's own limit (its scope, ``PATH_SCOPES``,
+    limits ``SERVICE_RATE_LIMITS``) and against its group's (``PATH_GROUPS``, limits
+    ``SERVICE_GROUP_LIMITS``): ``"main_account"`` for /api/v4/main-account/* (balance and
+    investments together, 1,000 per 10 s), ``"public_group"`` for /api/v4/public/* (20,000) and
+    ``"default"`` for every other path (orders, the mining operations, the OAuth refresh: 10,000).
+    A request is refused with a non-JSON 429 when either window is full, and counted in neither.
+    ``rate_limits`` overrides any of them by name, groups included
+    (``{"main_account": RateLimit(100, 1.0)}``); an unknown name is a ``ValueError``.
 
     ``clock_offset`` (seconds, settable while running) sets the simulated server's clock that
     far ahead of this machine's (negative: behind): its ``Date`` headers, its nonce window and
@@ -299,7 +348,18 @@ class Sandbox:
         self.port = port
         self.seed = seed
         self.enforce_limits = enforce_limits
-        self.rate_limits = {**SERVICE_RATE_LIMITS, **(rate_limits or {})}
+        unknown = set(rate_limits or {}) - SERVICE_RATE_LIMITS.keys() - SERVICE_GROUP_LIMITS.keys()
+        if unknown:
+            # A misspelt name would otherwise leave the limit it meant at the service's figure.
+            raise ValueError(
+                f"rate_limits: unknown {', '.join(sorted(unknown))}; the names are the scopes "
+                f"{', '.join(sorted(SERVICE_RATE_LIMITS))} and the groups "
+                f"{', '.join(sorted(SERVICE_GROUP_LIMITS))}"
+            )
+        #: Every endpoint's and every group's limit, per IP address, overrides applied.
+        self.rate_limits: dict[str, RateLimit] = {
+            **SERVICE_RATE_LIMITS, **SERVICE_GROUP_LIMITS, **(rate_limits or {}),
+        }
         self._clock = clock
         self.clock_offset = clock_offset
         self.max_page = max_page
@@ -325,7 +385,9 @@ class Sandbox:
             )
         }
         self._next_order_id = 4_000_000_000 + seed * 1000
-        self._windows: dict[str, deque[float]] = {}
+        #: Admitted arrival times per (client IP address, scope or group): the service counts
+        #: per IP, whichever key signed the request.
+        self._windows: dict[tuple[str, str], deque[float]] = {}
         self.faults = FaultPlan()
         self.stats = SandboxStats()
         self._runner: web.AppRunner | None = None
@@ -403,27 +465,43 @@ class Sandbox:
             raise ValueError(f"max_page must be a whole number of at least 1, not {value!r}")
         self._max_page = value
 
-    def _over_limit(self, scope: str, now: float) -> bool:
+    def _over_limit(self, ip: str, names: tuple[str, ...], now: float) -> list[str]:
+        """The budgets among ``names`` (a scope and its group) whose window from ``ip`` is full
+        at ``now``. When none is, the request is admitted and recorded in every one; when one
+        is, it is recorded in none, so a request refused by its group does not use up its
+        endpoint's budget (or the other way round)."""
         if not self.enforce_limits:
-            return False
-        limit = self.rate_limits[scope]
-        window = self._windows.get(scope)
-        if window is None:
-            window = self._windows[scope] = deque()
-        return over_limit(window, limit, now)
+            return []
+        windows = []
+        for name in names:
+            window = self._windows.get((ip, name))
+            if window is None:
+                window = self._windows[ip, name] = deque()
+            windows.append(window)
+        full = [name for name, window in zip(names, windows, strict=True)
+                if _full(window, self.rate_limits[name], now)]
+        if not full:
+            for window in windows:
+                window.append(now)
+        return full
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
-        scope = PATH_SCOPES[path]
+        scope, group = PATH_SCOPES[path], PATH_GROUPS[path]
+        ip = request.remote or ""
         now = self._clock()
         stats = self.stats
         stats.received[path] += 1
-        arrivals = stats.arrivals.get(scope)
-        if arrivals is None:
-            arrivals = stats.arrivals[scope] = []
-        arrivals.append(now)
-        if self._over_limit(scope, now):
+        stats.arrivals_by_ip[ip] += 1
+        for name in (scope, group):
+            arrivals = stats.arrivals.get(name)
+            if arrivals is None:
+                arrivals = stats.arrivals[name] = []
+            arrivals.append(now)
+        full = self._over_limit(ip, (scope, group), now)
+        if full:
             stats.rate_limited += 1
+            stats.refused.update(full)
             return web.Response(status=429, body=_HTML_429, content_type="text/html")
         body = await request.read()
         fault = self.faults.take(path)
