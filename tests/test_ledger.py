@@ -34,7 +34,7 @@ def test_a_rewards_digest_is_its_identity_account_date_and_currency() -> None:
     pending = WireReward("acc_1", "1.2", "1", "0", "0.5", "1 TH/s", START, "pending", "BTC",
                          "external_address")
     # One reward read before and after it settled, its amounts spelled any way, typed or not.
-    same = [pending, _wire("1.20") , _wire("12"),
+    same = [pending, _wire("1.20"), _wire("12"),
             WireReward("acc_1", "1.2", "1", "0", "0.5", "1 TH/s", START, "successful", "BTC",
                        "external_address", "ab" * 32, "bc1q", START + 3600),
             MiningReward("acc_1", Decimal("1.20"), Decimal(1), Decimal(0), Decimal("0.50"),
