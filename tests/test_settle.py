@@ -440,3 +440,48 @@ async def test_the_command_line_sandbox_serves_pending_rewards_with_live() -> No
     finally:
         process.terminate()
         await process.wait()
+
+
+# -- the README's DuckDB queries ----------------------------------------------------------------
+
+
+def _readme_queries() -> list[str]:
+    """The statements of the README's block summing final rewards by month and currency."""
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```sql\n(.*?)```", readme, re.S)
+              if "status = 'successful'" in b]
+    assert len(blocks) == 1
+    return [s.strip() for s in blocks[0].split(";") if s.strip()]
+
+
+async def test_the_readme_sums_final_rewards_by_month_and_currency_in_every_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from decimal import Decimal
+
+    duckdb = pytest.importorskip("duckdb")
+    # Two months, the last days pending, some rewards canceled.
+    async with Sandbox(mining_accounts=8, rewards_days=45, pending_days=3,
+                       enforce_limits=False) as box:
+        end = START + 45 * DAY - 1
+        async with _client(box) as client:
+            for fmt in FORMATS:
+                await backfill_to_file(client, start=START, end=end, path=_out(tmp_path, fmt),
+                                       fmt=fmt)  # type: ignore[arg-type]
+        server = _server(box, START, end)
+    expected: dict[tuple[str, str], Decimal] = {}
+    for r in server.values():
+        if r.status == "successful":
+            month = "2024-01" if r.date < START + 31 * DAY else "2024-02"
+            key = (month, str(r.reward_currency))
+            expected[key] = expected.get(key, Decimal(0)) + Decimal(r.reward)
+    assert {r.status for r in server.values()} == {"successful", "canceled", "pending"}
+    monkeypatch.chdir(tmp_path)
+    queries = _readme_queries()
+    assert len(queries) == 3
+    for query in queries:
+        got = {(month, currency): amount
+               for month, currency, amount, _count in duckdb.sql(query).fetchall()}
+        assert got == expected, query

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,8 @@ class PartWriter:
                 fields.field(4).type),
             pa.array([r.hash_rate for r in rows], pa.string()),
             pa.array([r.date for r in rows], pa.int64()).cast(fields.field(6).type),
-            *(pa.array([getattr(r, name) for r in rows], pa.string()) for name in _TEXT_COLUMNS),
+            *(pa.array(list(map(attrgetter(name), rows)), pa.string())
+              for name in _TEXT_COLUMNS),
             pa.array([r.payout_time for r in rows], pa.int64()),
         ]
         return pa.Table.from_arrays(columns, schema=fields)
