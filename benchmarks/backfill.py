@@ -4,6 +4,8 @@ to each output format (JSONL, CSV, Parquet, and JSON lines to a pipe), each run 
 process so that its peak resident memory (RSS) is its own. Memory must stay under 150 MB: flat
 but for the check that ends every walk, which keeps 24 bytes per record (its date and digest).
 Exports decode the wire's strings (no Decimal), and build the check's ledger as they write.
+The sandbox answers as the live service does: every record carries its status, currency and
+payout fields, and every output writes them.
 
     python benchmarks/backfill.py [--quick]
 """

@@ -126,11 +126,15 @@ def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:
     from txc_async._export.rowfile import encode_jsonl
     from txc_async._rewards.walk import WireReward
 
-    record = WireReward("acc", "0.10", "0.09", "0.01", "0.000001", "1 TH/s", 1704067200)
+    record = WireReward("acc", "0.10", "0.09", "0.01", "0.000001", "1 TH/s", 1704067200,
+                        "successful", "BTC", "external_address", "ab" * 32, "bc1q", 1704070800)
     (line,) = encode_jsonl([record]).splitlines()
     assert json.loads(line) == {
         "miningAccountName": "acc", "totalReward": "0.10", "reward": "0.09", "fee": "0.01",
         "fppsRate": "0.000001", "hashRate": "1 TH/s", "date": 1704067200,
+        "status": "successful", "rewardCurrency": "BTC",
+        "payoutDestination": "external_address", "payoutTransactionHash": "ab" * 32,
+        "payoutAddress": "bc1q", "payoutTime": 1704070800,
     }
 
 

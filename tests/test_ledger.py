@@ -30,16 +30,20 @@ def _wire(total: str, date: int = START) -> WireReward:
     return WireReward("acc_1", total, "1", "0", "0.5", "1 TH/s", date)
 
 
-def test_an_amount_has_one_digest_however_it_is_spelled() -> None:
-    same = [_wire("1.2"), _wire("1.20"), _wire("1.200000000000000000"), _wire("1.2E0"),
+def test_a_rewards_digest_is_its_identity_account_date_and_currency() -> None:
+    pending = WireReward("acc_1", "1.2", "1", "0", "0.5", "1 TH/s", START, "pending", "BTC",
+                         "external_address")
+    # One reward read before and after it settled, its amounts spelled any way, typed or not.
+    same = [pending, _wire("1.20"), _wire("12"),
+            WireReward("acc_1", "1.2", "1", "0", "0.5", "1 TH/s", START, "successful", "BTC",
+                       "external_address", "ab" * 32, "bc1q", START + 3600),
             MiningReward("acc_1", Decimal("1.20"), Decimal(1), Decimal(0), Decimal("0.50"),
-                         "1 TH/s", START)]
+                         "1 TH/s", START, txc_async.RewardStatus.CANCELED, "BTC")]
+    same[1:3] = [msgspec.structs.replace(r, reward_currency="BTC") for r in same[1:3]]
     assert len({record_digest(r) for r in same}) == 1
-    assert record_digest(_wire("0.0000001")) == record_digest(_wire("1.00000000000E-7"))
-    assert record_digest(_wire("0")) == record_digest(_wire("-0.000"))
-    assert record_digest(_wire("01.50")) == record_digest(_wire("1.5"))
-    different = [_wire("1.2"), _wire("12"), _wire("0.12"), _wire("1.2", START + 1),
-                 WireReward("acc_2", "1.2", "1", "0", "0.5", "1 TH/s", START)]
+    different = [pending, _wire("1.2", START + 1), _wire("1.2"),
+                 msgspec.structs.replace(pending, reward_currency="ETH"),
+                 msgspec.structs.replace(pending, mining_account_name="acc_2")]
     assert len({record_digest(r) for r in different}) == len(different)
 
 
@@ -77,9 +81,10 @@ async def test_the_check_finds_what_was_booked_behind_the_walk_in_few_requests(
     ledger.add(0, [r async for r in client.iter_mining_rewards(**{  # type: ignore[arg-type]
         "start": START, "end": START + 300 * DAY - 1})])
     walked = len(requests_to(mocked, REWARDS_PATH))
-    # Three corrections of settled days, booked after the walk passed them.
+    # Three rewards in a second currency at days the walk had passed, booked after it did.
     booked = [
-        records[0] | {"totalReward": "9.99", "date": START + day * DAY} for day in (3, 150, 299)
+        records[0] | {"totalReward": "9.99", "date": START + day * DAY, "rewardCurrency": "ETH"}
+        for day in (3, 150, 299)
     ]
     records.extend(booked)
     found = [
@@ -190,15 +195,18 @@ async def test_an_amount_keeps_its_spelling_whatever_its_page_holds(
 
 
 @pytest.mark.parametrize("how", ["iter_mining_rewards", "stream"])
-async def test_records_alike_in_every_field_are_one_reward(
+async def test_records_of_one_identity_are_one_reward(
     mocked: aioresponses, client: txc_async.Client, how: str
 ) -> None:
     from txc_async._export.run import backfill_to_stream
 
     date = START + DAY
-    # 150 records at one date, a page boundary among them, and a pair alike at each end of it.
-    records = [_rec(f"acc_{i:03d}", date) for i in range(150)]
-    records += [_rec("acc_099", date), _rec("acc_100", date), _rec("acc_005", date)]
+    # 150 records at one date, a page boundary among them, and a second reading of a reward at
+    # each end of it: alike, or settled since (another status, the payout filled in).
+    records = [_rec(f"acc_{i:03d}", date) | {"status": "pending"} for i in range(150)]
+    records += [_rec("acc_099", date) | {"status": "pending"},
+                _rec("acc_100", date) | {"status": "successful", "payoutTime": date + 60},
+                _rec("acc_005", date) | {"status": "canceled"}]
     serve_rewards(mocked, records)
     if how == "stream":
         out = io.BytesIO()
@@ -246,13 +254,13 @@ def test_a_records_spelling_does_not_depend_on_its_neighbours_shapes() -> None:
 
 
 @pytest.mark.parametrize("how", ["iter_mining_rewards", "stream"])
-async def test_rewards_spelled_apart_are_two_on_every_path(
+async def test_rewards_of_one_account_and_date_in_two_currencies_are_two_on_every_path(
     mocked: aioresponses, client: txc_async.Client, how: str
 ) -> None:
     from txc_async._export.run import backfill_to_stream
 
-    # The server writes the same amount two ways: as it writes them, they are two rewards.
-    records = [_rec("acc_a", START + DAY) | {"totalReward": total} for total in ("1.5", "1.50")]
+    records = [_rec("acc_a", START + DAY) | {"rewardCurrency": currency}
+               for currency in ("BTC", "ETH")]
     records += [_rec(f"acc_{i:03d}", START + DAY) for i in range(120)]
     serve_rewards(mocked, records)
     if how == "stream":
@@ -260,11 +268,12 @@ async def test_rewards_spelled_apart_are_two_on_every_path(
         summary = await backfill_to_stream(client, start=START, end=START + 2 * DAY - 1,
                                            stream=out)
         assert summary.records_written == 122
+        assert b'"rewardCurrency":"ETH"' in out.getvalue()
     else:
         got = [r async for r in client.iter_mining_rewards(start=START, end=START + 2 * DAY - 1)]
         assert len(got) == 122
-        assert sorted(str(r.total_reward) for r in got if r.mining_account_name == "acc_a") == [
-            "1.5", "1.50"]
+        assert sorted(str(r.reward_currency) for r in got if r.mining_account_name == "acc_a") == [
+            "BTC", "ETH"]
 
 
 def test_an_amount_with_a_huge_exponent_keeps_it() -> None:

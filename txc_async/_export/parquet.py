@@ -7,13 +7,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from .._errors import TxcError
 from .._rewards.walk import WireReward
 
-__all__ = ["DECIMAL_TYPE", "PartWriter", "load_pyarrow", "part_files", "read_part_rows", "schema"]
+__all__ = [
+    "DECIMAL_TYPE",
+    "PartWriter",
+    "legacy_parts",
+    "load_pyarrow",
+    "part_files",
+    "read_part_file",
+    "read_part_rows",
+    "replace_part",
+    "schema",
+]
 
 #: Precision and scale of every amount column: 20 digits before the point, 18 after. A wire
 #: amount with more digits is refused rather than rounded.
@@ -46,7 +57,22 @@ def schema() -> Any:
         ("fpps_rate", amount),
         ("hash_rate", pa.string()),
         ("date", pa.timestamp("s", tz="UTC")),
+        # The fields that settle, as the wire writes them: strings, and the payout's Unix time
+        # in seconds (null until paid, and for a payout to the main balance).
+        ("status", pa.string()),
+        ("reward_currency", pa.string()),
+        ("payout_destination", pa.string()),
+        ("payout_transaction_hash", pa.string()),
+        ("payout_address", pa.string()),
+        ("payout_time", pa.int64()),
     ])
+
+
+#: The columns that hold the wire's strings (or null) as they are.
+_TEXT_COLUMNS = (
+    "status", "reward_currency", "payout_destination", "payout_transaction_hash",
+    "payout_address",
+)
 
 
 def part_files(directory: Path, job: int | None = None) -> list[Path]:
@@ -90,6 +116,9 @@ class PartWriter:
                 fields.field(4).type),
             pa.array([r.hash_rate for r in rows], pa.string()),
             pa.array([r.date for r in rows], pa.int64()).cast(fields.field(6).type),
+            *(pa.array(list(map(attrgetter(name), rows)), pa.string())
+              for name in _TEXT_COLUMNS),
+            pa.array([r.payout_time for r in rows], pa.int64()),
         ]
         return pa.Table.from_arrays(columns, schema=fields)
 
@@ -111,18 +140,23 @@ class PartWriter:
         self._buffers[job] = []
         chunk = len(part_files(self._dir, job))
         final = self._dir / f"part-{job:06d}-{chunk:03d}.parquet"
-        temporary = self._dir / f".{final.name}.tmp"
         try:
             table = self.table(rows)
         except self._pa.ArrowInvalid as exc:
             raise TxcError(f"a reward amount does not fit {DECIMAL_TYPE}: {exc}") from None
+        self.write_file(final, table)
+        self._chunks[job] = self._chunks.get(job, 0) + len(rows)
+
+    def write_file(self, final: Path, table: Any) -> None:
+        """Write ``table`` as the part file ``final``, atomically: to a temporary file made
+        durable, then renamed over ``final`` (which may hold an earlier version of the part)."""
+        temporary = final.with_name(f".{final.name}.tmp")
         with temporary.open("wb") as handle:
             self._pa.parquet.write_table(table, handle, compression="zstd")
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, final)
         _fsync_dir(self._dir)
-        self._chunks[job] = self._chunks.get(job, 0) + len(rows)
 
     def close(self) -> None:
         """Nothing to close: the rows of a piece that did not finish are dropped, and the piece
@@ -145,19 +179,45 @@ class PartWriter:
 
 
 def read_part_rows(directory: Path) -> Iterator[WireReward]:
-    """The rows of every part file, amounts as Arrow writes decimals out (``1.200…``, or with an
-    exponent): the same amounts, spelled differently from the wire."""
+    """The rows of every part file (see :func:`read_part_file`)."""
+    for path in part_files(directory):
+        yield from read_part_file(path)
+
+
+def read_part_file(path: Path) -> Iterator[WireReward]:
+    """The rows of one part file, amounts as Arrow writes decimals out (``1.200…``, or with an
+    exponent): the same amounts, spelled differently from the wire. A part written before the
+    status and payouts were read has none of their columns: they read as null."""
     pa = load_pyarrow()
     date_type = schema().field("date").type
     names = ("mining_account_name", "total_reward", "reward", "fee", "fpps_rate", "hash_rate")
-    for path in part_files(directory):
-        # Batch by batch: a part file may hold 100,000 rows.
-        for batch in pa.parquet.ParquetFile(path).iter_batches(batch_size=8192):
-            columns = [batch.column(name).cast(pa.string()).to_pylist() for name in names]
-            # Parquet keeps the seconds as milliseconds: back to seconds, then to integers.
-            dates = batch.column("date").cast(date_type).cast(pa.int64()).to_pylist()
-            for account, total, reward, fee, rate, hashrate, date in zip(
-                *columns, dates, strict=True
-            ):
-                yield WireReward(account, total or "", reward or "", fee or "", rate or "",
-                                 hashrate, date)
+    # Batch by batch: a part file may hold 100,000 rows.
+    for batch in pa.parquet.ParquetFile(path).iter_batches(batch_size=8192):
+        columns = [batch.column(name).cast(pa.string()).to_pylist() for name in names]
+        # Parquet keeps the seconds as milliseconds: back to seconds, then to integers.
+        dates = batch.column("date").cast(date_type).cast(pa.int64()).to_pylist()
+        present = set(batch.schema.names)
+        nulls = [None] * batch.num_rows
+        settling = [
+            batch.column(name).to_pylist() if name in present else nulls
+            for name in (*_TEXT_COLUMNS, "payout_time")
+        ]
+        for account, total, reward, fee, rate, hashrate, date, *rest in zip(
+            *columns, dates, *settling, strict=True
+        ):
+            yield WireReward(account, total or "", reward or "", fee or "", rate or "",
+                             hashrate, date, *rest)
+
+
+def legacy_parts(directory: Path) -> list[Path]:
+    """The part files written before rewards' status and payouts were read (no ``status``)."""
+    pa = load_pyarrow()
+    return [
+        path for path in part_files(directory)
+        if "status" not in pa.parquet.read_schema(path).names
+    ]
+
+
+def replace_part(writer: PartWriter, path: Path, rows: Sequence[WireReward]) -> None:
+    """Replace the part file ``path`` by ``rows``, atomically (see ``PartWriter.write_file``)."""
+    writer.write_file(path, writer.table(rows))

@@ -34,7 +34,14 @@ class BackfillProgress:
 
 @dataclass(frozen=True, slots=True)
 class BackfillSummary:
-    """What a backfill did. ``repaired`` says what a rerun found damaged and fixed."""
+    """What a backfill did. ``repaired`` says what a rerun found damaged and fixed.
+
+    Settling (a file output): ``settled`` counts the rewards that were pending and are final
+    now, by their status (``{"successful": 2, "canceled": 1}``); ``still_pending`` the rows of
+    the output holding a reward still pending (read again by the next run); ``read_again`` the
+    rewards read again; ``upgraded``: the output was of the earlier format, without status and
+    payouts, and was rewritten in today's (its days are read again).
+    """
 
     path: Path | None
     records_written: int
@@ -46,12 +53,31 @@ class BackfillSummary:
     accounts: int
     repaired: str | None = None
     extended_from: int | None = None
+    settled: Mapping[str, int] = field(default_factory=dict)
+    still_pending: int = 0
+    read_again: int = 0
+    upgraded: bool = False
 
     @property
     def complete_already(self) -> bool:
         return self.requests == 0 and self.records_written == 0 and self.jobs_total > 0 and (
             self.jobs_resumed == 0 and self.repaired is None and self.extended_from is None
+            and not self.upgraded
         )
+
+    def settling(self) -> str | None:
+        """How rewards settled, in words (``"3 settled: 2 successful, 1 canceled; 1 still
+        pending"``), or ``None`` when nothing was pending."""
+        total = sum(self.settled.values())
+        if not total and not self.still_pending and not self.read_again:
+            return None
+        text = f"{total:,} settled"
+        if total:
+            text += ": " + ", ".join(
+                f"{count:,} {status}" for status, count in sorted(
+                    self.settled.items(), key=lambda item: (-item[1], item[0]))
+            )
+        return text + f"; {self.still_pending:,} still pending"
 
 
 def format_moment(seconds: int, *, end: bool = False) -> str:

@@ -11,10 +11,12 @@ from pathlib import Path
 from .._rewards.engine import job_ledger
 from .._rewards.ledger import RewardLedger
 from .._rewards.plan import RewardJob, RewardPlan
-from .._rewards.walk import RewardsCursor, WireReward
+from .._rewards.walk import RewardsCursor, WireReward, fixed_fields
 from .parquet import PartWriter, part_files, read_part_rows
 from .report import format_moment
 from .rowfile import OutputFileError, count_lines, cut_torn_tail, ends_whole, read_rows
+from .settle import rewrite_legacy, upgrade_output
+from .sinks import DAY, PENDING
 from .state import STATE_VERSION, Format, OutputState, read_state, reconcile, write_state
 
 __all__ = ["Prepared", "output_ledger", "output_written", "prepare"]
@@ -40,13 +42,19 @@ class Prepared:
     complete: bool = False
     #: Rows the output holds for each job resumed part-way.
     job_rows: dict[int, int] = field(default_factory=dict)
+    #: Per job, the days whose rows held pending rewards when an earlier run read them (or were
+    #: written before the status was read): read again once the job is done.
+    pending: dict[int, frozenset[int]] = field(default_factory=dict)
+    #: Rows of the earlier format rewritten in today's (their days are in ``pending``).
+    upgraded: bool = False
 
 
 def _cursors_from_rows(
     plan: RewardPlan, jobs: Sequence[RewardJob], rows: Iterable[WireReward],
-    done: dict[int, int | None],
+    done: dict[int, int | None], pending: dict[int, set[int]] | None = None,
 ) -> tuple[dict[int, RewardsCursor[WireReward]], dict[int, int], int, set[str]]:
-    """Per job, the rows the output holds, and for each unfinished job a cursor after them.
+    """Per job, the rows the output holds, and for each unfinished job a cursor after them
+    (and in ``pending`` the days its rows hold pending rewards on).
 
     A job's rows are written in its walk's order, newest first, so all its rows newer than its
     oldest written date are complete: it continues from that date, skipping the rows written at
@@ -68,6 +76,8 @@ def _cursors_from_rows(
         counts[index] = counts.get(index, 0) + 1
         if index in done:
             continue
+        if pending is not None and row.status == PENDING:
+            pending.setdefault(index, set()).add(row.date // DAY)
         found = oldest.get(index)
         if found is None or row.date < found[0]:
             oldest[index] = (row.date, [row])
@@ -75,8 +85,9 @@ def _cursors_from_rows(
             found[1].append(row)
     cursors: dict[int, RewardsCursor[WireReward]] = {}
     for index, (date, at_date) in oldest.items():
-        seen = set(at_date)
-        cursors[index] = RewardsCursor(jobs[index].params() | {"to": date}, len(seen), seen)
+        # The walk's ``seen`` holds identities: a row read back matches its reward read again.
+        seen = {fixed_fields(row) for row in at_date}
+        cursors[index] = RewardsCursor(jobs[index].params() | {"to": date}, len(at_date), seen)
     return cursors, counts, total, names
 
 
@@ -88,15 +99,37 @@ def prepare(out: Path, state_path: Path, fmt: Format, wanted: RewardPlan) -> Pre
     done: dict[int, int | None] = {}
     extended_from: int | None = None
     # An output without rows (never written, or removed) starts afresh whatever the state says.
+    pending: dict[int, frozenset[int]] = {}
     if saved is not None and written:
         plan = reconcile(saved, wanted, fmt, out)
         done = dict(saved.done)
+        pending = dict(saved.pending)
         if plan.end != saved.plan.end:
             extended_from = saved.plan.end
-    state = OutputState(plan, fmt, done)
+    state = OutputState(plan, fmt, done, pending=pending)
+    upgraded = written and _upgrade(out, state_path, state)
     if fmt == "parquet":
-        return _prepare_parts(out, state_path, state, extended_from, saved)
-    return _prepare_rows(out, state_path, state, extended_from, saved, written)
+        prepared = _prepare_parts(out, state_path, state, extended_from, saved)
+    else:
+        prepared = _prepare_rows(out, state_path, state, extended_from, saved, written)
+    prepared.upgraded = upgraded
+    return prepared
+
+
+def _upgrade(
+    out: Path, state_path: Path, state: OutputState
+) -> bool:
+    """Rewrite an output of the earlier format (no status, no payouts) in today's, its days
+    named pending first, so that a crash between the two leaves them to be read again: the next
+    run reads them again, and their rows take the status, currency and payouts read."""
+    days = upgrade_output(out, state.fmt, state.plan)
+    if days is None:
+        return False
+    for job, found in days.items():
+        state.pending[job] = state.pending.get(job, frozenset()) | found
+    write_state(state_path, state)
+    rewrite_legacy(out, state.fmt)
+    return True
 
 
 def _prepare_rows(
@@ -120,7 +153,8 @@ def _prepare_rows(
                 write_state(state_path, state)
             # Every piece is written; unless the check ran, the run only checks.
             checked = saved is not None and saved.checked and saved.plan == plan
-            return Prepared(plan, done, {}, lines, set(), None, None, complete=checked)
+            return Prepared(plan, done, {}, lines, set(), None, None, complete=checked,
+                            pending=dict(state.pending))
         repaired = (
             "its last line was cut" if torn
             else f"it held {lines:,} rows where {expected:,} were written"
@@ -128,7 +162,8 @@ def _prepare_rows(
     # Read before a cut last line is cut, so that a file that is not a reward output (or holds
     # rows of another backfill) is refused as it is.
     rows: Iterable[WireReward] = read_rows(out, fmt, torn=torn) if written else ()
-    cursors, counts, total, names = _cursors_from_rows(plan, jobs, rows, done)
+    unfinished: dict[int, set[int]] = {}
+    cursors, counts, total, names = _cursors_from_rows(plan, jobs, rows, done, unfinished)
     if torn:
         cut_torn_tail(out)
         repaired = repaired or "its last line was cut"
@@ -147,10 +182,14 @@ def _prepare_rows(
     ):
         if not written:
             state.done = done = {}
+            state.pending = {}
         write_state(state_path, state)
+    pending = dict(state.pending)
+    for index, days in unfinished.items():
+        pending[index] = pending.get(index, frozenset()) | days
     return Prepared(
         plan, done, cursors, total, names, repaired, extended_from,
-        job_rows={index: counts.get(index, 0) for index in cursors},
+        job_rows={index: counts.get(index, 0) for index in cursors}, pending=pending,
     )
 
 
@@ -173,8 +212,11 @@ def _prepare_parts(
                 repaired.append(f"piece {job.index} held {rows:,} of {done[job.index]:,} rows")
                 writer.remove(job.index)
                 del done[job.index]
+                # Walked again: what it holds is read afresh, nothing is left to settle.
+                state.pending.pop(job.index, None)
         elif part_files(out, job.index):
             writer.remove(job.index)
+            state.pending.pop(job.index, None)
     kept = sum(n or 0 for n in done.values())
     complete = all(job.index in done for job in jobs if state.plan.mine(job))
     checked = saved is not None and saved.checked and saved.plan == state.plan and not repaired
@@ -186,7 +228,7 @@ def _prepare_parts(
         write_state(state_path, state)
     return Prepared(
         state.plan, done, {}, kept, set(), "; ".join(repaired) or None, extended_from,
-        complete=complete and checked and extended_from is None,
+        complete=complete and checked and extended_from is None, pending=dict(state.pending),
     )
 
 
@@ -195,9 +237,7 @@ def output_ledger(
 ) -> RewardLedger[WireReward]:
     """A ledger of ``jobs`` for the check, holding the rows the output holds already."""
     read = output_written(out, fmt)
-    # JSONL and CSV hold the wire's strings; Parquet spells amounts its own way, so a ledger that
-    # holds rows read back from it compares amounts however spelled.
-    ledger: RewardLedger[WireReward] = job_ledger(jobs, canonical=read and fmt == "parquet")
+    ledger: RewardLedger[WireReward] = job_ledger(jobs)
     if not read:
         return ledger
     by_index = {job.index: job for job in jobs}

@@ -11,27 +11,42 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 import msgspec
+from msgspec.structs import astuple
 
 from .._errors import TxcError
 from .._rewards.walk import WireReward
 
 __all__ = [
     "CSV_COLUMNS",
+    "LEGACY_CSV_COLUMNS",
     "OutputFileError",
     "RowFile",
     "count_lines",
     "cut_torn_tail",
+    "encode_csv",
     "encode_jsonl",
     "ends_whole",
+    "fsync_directory",
+    "legacy_rows",
+    "read_lines",
     "read_rows",
+    "replace_file",
 ]
 
-CSV_COLUMNS = (
+#: The columns of outputs written before rewards' status and payouts were read.
+LEGACY_CSV_COLUMNS = (
     "miningAccountName", "totalReward", "reward", "fee", "fppsRate", "hashRate", "date",
 )
+#: The CSV columns: the earlier seven where they were (a reader by position keeps working),
+#: then the fields that settle, in the documentation's order of meaning: the status first.
+CSV_COLUMNS = (
+    *LEGACY_CSV_COLUMNS, "status", "rewardCurrency", "payoutDestination",
+    "payoutTransactionHash", "payoutAddress", "payoutTime",
+)
+CSV_HEADER = (",".join(CSV_COLUMNS) + "\n").encode()
 #: How every output begins: the CSV header, or a JSON row's first field.
 _OUTPUT_START = {
-    "csv": (",".join(CSV_COLUMNS) + "\n").encode(),
+    "csv": CSV_HEADER,
     "jsonl": b'{"miningAccountName":',
 }
 _encode = msgspec.json.Encoder().encode
@@ -47,23 +62,29 @@ def encode_jsonl(rows: Sequence[WireReward]) -> bytes:
     return b"".join(_encode(r) + b"\n" for r in rows)
 
 
-def _encode_csv(rows: Sequence[WireReward]) -> bytes:
+def _refuse_line_breaks(rows: Sequence[WireReward]) -> None:
     for r in rows:
-        for name, text in (("miningAccountName", r.mining_account_name),
-                           ("hashRate", r.hash_rate)):
-            if "\n" in text or "\r" in text:
+        for name, text in zip(CSV_COLUMNS, astuple(r), strict=True):
+            if isinstance(text, str) and ("\n" in text or "\r" in text):
                 # A CSV output is one row per line: that is how it resumes and is verified.
                 raise OutputFileError(
                     f"a reward's {name} ({text!r}) holds a line break, which a CSV row cannot "
                     "hold on one line: use --format jsonl or parquet"
                 )
+
+
+def encode_csv(rows: Sequence[WireReward]) -> bytes:
+    """Rows as CSV lines (no header), each ending with a newline; a null is an empty field."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerows(
-        (r.mining_account_name, r.total_reward, r.reward, r.fee, r.fpps_rate, r.hash_rate, r.date)
-        for r in rows
-    )
-    return buffer.getvalue().encode()
+    # A WireReward's fields are in CSV_COLUMNS' order, and the csv module writes None as "".
+    writer.writerows(map(astuple, rows))
+    data = buffer.getvalue().encode()
+    # One line a row, unless a field held a line break (quoted by the csv module): then the
+    # slow search names it.
+    if data.count(b"\n") != len(rows) or b"\r" in data:
+        _refuse_line_breaks(rows)
+    return data
 
 
 class RowFile:
@@ -71,9 +92,9 @@ class RowFile:
     come; ``sync`` (or ``finish``) makes what was written durable."""
 
     def __init__(self, path: Path, fmt: Literal["jsonl", "csv"]) -> None:
-        self._encode = encode_jsonl if fmt == "jsonl" else _encode_csv
+        self._encode = encode_jsonl if fmt == "jsonl" else encode_csv
         if fmt == "csv" and (not path.exists() or path.stat().st_size == 0):
-            path.write_bytes((",".join(CSV_COLUMNS) + "\n").encode())
+            path.write_bytes(CSV_HEADER)
         self._handle: BinaryIO = path.open("ab")
 
     def write(self, job: int, rows: Sequence[WireReward]) -> None:
@@ -146,34 +167,105 @@ def read_rows(
 
 def _rows(path: Path, fmt: Literal["jsonl", "csv"], lines: Iterable[bytes]
           ) -> Iterator[WireReward]:
+    for _line, row in _lines_and_rows(path, fmt, lines):
+        yield row
+
+
+def _lines_and_rows(path: Path, fmt: Literal["jsonl", "csv"], lines: Iterable[bytes]
+                    ) -> Iterator[tuple[bytes, WireReward]]:
+    """Each row line as it is in the file, and the row it holds (a CSV header is neither)."""
     if fmt == "jsonl":
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                yield _decode_row(line)
+                yield line, _decode_row(line)
             except msgspec.MsgspecError:
                 raise OutputFileError(f"{path}: line {number} is not a reward row") from None
         return
     # A CSV output holds one row per line (a line break in a field is refused when written).
-    reader = csv.reader(_text(path, lines))
-    header = next(reader, None)
-    if header is not None and tuple(header) != CSV_COLUMNS:
-        raise OutputFileError(f"{path}: the first line is not the reward CSV header")
-    for number, row in enumerate(reader, 2):
-        try:
-            account, total, reward, fee, rate, hashrate, date = row
-            yield WireReward(account, total, reward, fee, rate, hashrate, int(date))
-        except ValueError:
-            raise OutputFileError(f"{path}: line {number} is not a reward row") from None
+    numbered = enumerate(lines, 1)
+    width = 0
+    for number, line in numbered:
+        fields = _csv_line(path, number, line)
+        if number == 1:
+            if tuple(fields) not in (CSV_COLUMNS, LEGACY_CSV_COLUMNS):
+                raise OutputFileError(f"{path}: the first line is not the reward CSV header")
+            width = len(fields)
+            continue
+        if len(fields) != width:
+            raise OutputFileError(f"{path}: line {number} is not a reward row")
+        yield line, _csv_row(path, number, fields)
 
 
-def _text(path: Path, lines: Iterable[bytes]) -> Iterator[str]:
-    for number, line in enumerate(lines, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise OutputFileError(f"{path}: line {number} is not UTF-8 text") from None
+def _csv_line(path: Path, number: int, line: bytes) -> list[str]:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise OutputFileError(f"{path}: line {number} is not UTF-8 text") from None
+    return next(csv.reader((text,)), [])
+
+
+def _csv_row(path: Path, number: int, fields: list[str]) -> WireReward:
+    try:
+        account, total, reward, fee, rate, hashrate, date, *settling = fields
+        if not settling:
+            return WireReward(account, total, reward, fee, rate, hashrate, int(date))
+        status, currency, destination, tx_hash, address, paid = settling
+        return WireReward(
+            account, total, reward, fee, rate, hashrate, int(date), status or None,
+            currency or None, destination or None, tx_hash or None, address or None,
+            int(paid) if paid else None,
+        )
+    except ValueError:
+        raise OutputFileError(f"{path}: line {number} is not a reward row") from None
+
+
+def read_lines(path: Path, fmt: Literal["jsonl", "csv"]) -> Iterator[tuple[bytes, WireReward]]:
+    """Each row of a whole file (no cut last line) with its line as written."""
+    with path.open("rb") as handle:
+        yield from _lines_and_rows(path, fmt, handle)
+
+
+def legacy_rows(path: Path, fmt: Literal["jsonl", "csv"]) -> bool:
+    """Whether the file was written before rewards' status and payouts were read: a CSV header
+    of the seven earlier columns, or a first JSON row without ``status``."""
+    with path.open("rb") as handle:
+        first = handle.readline()
+    if fmt == "csv":
+        return first.rstrip(b"\r\n") == ",".join(LEGACY_CSV_COLUMNS).encode()
+    if not first.strip():
+        return False
+    try:
+        keys = msgspec.json.decode(first, type=dict[str, object])
+    except msgspec.MsgspecError:
+        return False
+    return "status" not in keys
+
+
+def replace_file(path: Path, chunks: Iterable[bytes]) -> None:
+    """Replace ``path`` by ``chunks`` atomically: written to a temporary file beside it, made
+    durable, then renamed over it, so a reader (or a crash) sees the old file or the new one."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        with temporary.open("wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def count_lines(path: Path) -> int:

@@ -3,14 +3,17 @@ the backfill engine with one of the export's sinks.
 
 A file output is resumable and extendable: a rerun keeps every row, repairs what an interruption
 cut, fetches only what is missing, never writes a row twice, and a later ``end`` appends only the
-new days (see ``resume``). One run at a time holds an output (an OS lock). Rows are written from
-the wire's strings: no ``Decimal`` is built and no amount goes through a float.
+new days (see ``resume``). It settles: a rerun also reads again the days whose rows held pending
+rewards, and replaces those rows atomically (see ``settle``). One run at a time holds an output
+(an OS lock). Rows are written from the wire's strings: no ``Decimal`` is built and no amount
+goes through a float.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,8 +30,9 @@ from .parquet import PartWriter, load_pyarrow
 from .report import BackfillProgress, BackfillSummary, format_moment
 from .resume import Prepared, output_ledger, prepare
 from .rowfile import OutputFileError, RowFile
-from .sinks import ExportSink, FileSink, PieceWriter, StreamSink
-from .state import FORMATS, Format, output_paths
+from .settle import Replacement, day_runs, read_again, replace_output_rows
+from .sinks import DAY, PENDING, ExportSink, FileSink, PieceWriter, StreamSink
+from .state import FORMATS, Format, OutputState, output_paths, read_state, write_state
 
 __all__ = [
     "FORMATS",
@@ -92,12 +96,17 @@ async def backfill_to_file(
         prepared = await _in_thread_to_its_end(prepare, path, state_path, fmt, wanted)
         plan = prepared.plan
         mine = [job for job in plan.jobs() if plan.mine(job)]
+        written: dict[tuple[int, int], int] = {}
         if prepared.complete:
-            return BackfillSummary(
+            summary = BackfillSummary(
                 path, 0, prepared.rows_before, len(mine), 0, 0, 0.0, 0, None, None
             )
-        return await _to_file(client, path, fmt, state_path, prepared, mine, concurrency,
-                              on_progress)
+        else:
+            summary, written = await _to_file(
+                client, path, fmt, state_path, prepared, mine, concurrency, on_progress
+            )
+        return await _settle(client, path, fmt, state_path, prepared, mine, concurrency,
+                             summary, written)
 
 
 def _make_directory(path: Path) -> None:
@@ -125,7 +134,9 @@ async def _to_file(
     client: RewardsClient, path: Path, fmt: Format, state_path: Path, prepared: Prepared,
     mine: Sequence[RewardJob], concurrency: int,
     on_progress: Callable[[BackfillProgress], None] | None,
-) -> BackfillSummary:
+) -> tuple[BackfillSummary, dict[tuple[int, int], int]]:
+    """The backfill of the jobs not done yet into the output; its summary, and the pending rows
+    it wrote per ``(job, day)``."""
     pending = [job for job in mine if job.index not in prepared.done]
     progress = BackfillProgress(
         records_before=prepared.rows_before, jobs_total=len(mine),
@@ -138,7 +149,7 @@ async def _to_file(
     try:
         with state_path.open("ab") as state:
             sink = FileSink(writer, state, prepared.done, prepared.job_rows, progress,
-                            on_progress, prepared.accounts)
+                            on_progress, prepared.accounts, prepared.pending)
             requests, elapsed = await _export(
                 client, pending, sink, concurrency, ledger, prepared.cursors
             )
@@ -156,7 +167,60 @@ async def _to_file(
         accounts=len(sink.accounts),
         repaired=prepared.repaired,
         extended_from=prepared.extended_from,
+    ), sink.pending_rows
+
+
+async def _settle(
+    client: RewardsClient, path: Path, fmt: Format, state_path: Path, prepared: Prepared,
+    mine: Sequence[RewardJob], concurrency: int, summary: BackfillSummary,
+    written: dict[tuple[int, int], int],
+) -> BackfillSummary:
+    """Read again the days that held pending rewards when the run began (this run's own pending
+    rows are left for the next), replace their rows, then say in the state what is still
+    pending. The output is replaced before the state: a crash between the two leaves the old
+    days named, read again by the next run, and a row count the next run repairs."""
+    done = read_state(state_path)
+    days = {
+        job.index: prepared.pending[job.index] for job in mine
+        if job.index in prepared.pending and done is not None and job.index in done.done
+    }
+    runs = [run for job in mine if job.index in days for run in day_runs(job, days[job.index])]
+    if done is None or not runs:
+        still = sum(written.values())
+        return dataclasses.replace(summary, still_pending=still, upgraded=prepared.upgraded)
+    requests_before = client.stats.requests
+    began = time.monotonic()
+    fresh = await read_again(client._rewards_page, runs, concurrency)
+    replacement = Replacement({job: fresh.get(job, []) for job in days}, days)
+    report = await _in_thread_to_its_end(
+        replace_output_rows, path, fmt, prepared.plan, replacement
     )
+    await _in_thread_to_its_end(_settled_state, state_path, done, days, fresh, report.added)
+    kept = sum(n for (job, day), n in written.items() if day not in days.get(job, ()))
+    return dataclasses.replace(
+        summary, settled=dict(report.settled), still_pending=kept + report.still_pending,
+        read_again=report.read_again, upgraded=prepared.upgraded,
+        requests=summary.requests + client.stats.requests - requests_before,
+        elapsed=summary.elapsed + time.monotonic() - began,
+        records_written=summary.records_written + sum(report.added.values()),
+    )
+
+
+def _settled_state(
+    state_path: Path, state: OutputState, days: dict[int, frozenset[int]],
+    fresh: dict[int, list[WireReward]], added: dict[int, int],
+) -> None:
+    """The state once the days read again are replaced: each job's pending days less those read
+    again, plus those whose rewards are still pending; its row count plus the rows added."""
+    for job, read in days.items():
+        still = {r.date // DAY for r in fresh.get(job, []) if r.status == PENDING}
+        left = (set(state.pending.get(job, ())) - read) | still
+        state.pending[job] = frozenset(left)
+        rows = state.done.get(job)
+        if rows is not None:
+            state.done[job] = rows + added.get(job, 0)
+    state.pending = {job: days for job, days in state.pending.items() if days}
+    write_state(state_path, state)
 
 
 async def _export(

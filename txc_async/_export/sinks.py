@@ -12,11 +12,14 @@ from .._rewards.plan import RewardJob
 from .._rewards.walk import WireReward
 from .report import BackfillProgress
 from .rowfile import encode_jsonl
-from .state import mark_checked, mark_done
+from .state import mark_checked, mark_done, mark_pending
 
-__all__ = ["ExportSink", "FileSink", "PieceWriter", "StreamSink"]
+__all__ = ["DAY", "PENDING", "ExportSink", "FileSink", "PieceWriter", "StreamSink"]
 
 OnProgress = Callable[[BackfillProgress], None]
+DAY = 86_400
+#: The status of a reward that is not final yet: its row is read again by a later run.
+PENDING = "pending"
 
 
 class ExportSink(BackfillSink[WireReward]):
@@ -104,12 +107,14 @@ class FileSink(ExportSink):
     """Rows to a file output through ``writer``, and each finished job to its state (opened to
     append), counted: a job's rows reach the disk before its line does, so a job the state
     calls done is in the output whatever interrupts the run. The check's finds are added to
-    their job's count the same way, and the state says when the check is over."""
+    their job's count the same way, and the state says when the check is over. With a job's
+    line comes the days its rows hold pending rewards on (those earlier runs wrote for it
+    included: ``pending``), for a later run to read again."""
 
     def __init__(
         self, writer: PieceWriter, state: BinaryIO, done: dict[int, int | None],
         job_rows: dict[int, int], progress: BackfillProgress, on_progress: OnProgress | None,
-        accounts: set[str],
+        accounts: set[str], pending: dict[int, frozenset[int]] | None = None,
     ) -> None:
         super().__init__(progress, on_progress, accounts)
         self._writer = writer
@@ -117,6 +122,12 @@ class FileSink(ExportSink):
         self._done = done
         #: Rows of each job under way, with those earlier runs wrote for a job resumed part-way.
         self._job_rows = dict(job_rows)
+        #: Per job, the days holding pending rewards: earlier runs' and this run's.
+        self.pending: dict[int, set[int]] = {
+            job: set(days) for job, days in (pending or {}).items()
+        }
+        #: Pending rows this run wrote, per ``(job, day)``.
+        self.pending_rows: dict[tuple[int, int], int] = {}
 
     def write(self, job: RewardJob, records: list[WireReward]) -> None:
         self._job_rows[job.index] = self._job_rows.get(job.index, 0) + len(records)
@@ -124,11 +135,18 @@ class FileSink(ExportSink):
 
     def _deliver(self, job: int, records: Sequence[WireReward]) -> None:
         self._writer.write(job, records)
+        days = [r.date // DAY for r in records if r.status == PENDING]
+        if days:
+            self.pending.setdefault(job, set()).update(days)
+            for day in days:
+                self.pending_rows[job, day] = self.pending_rows.get((job, day), 0) + 1
 
     def _settle(self, job: int) -> None:
         self._writer.finish(job)
         rows = self._done[job] = self._job_rows.pop(job, 0)
         mark_done(self._state, job, rows)
+        if job in self.pending:
+            mark_pending(self._state, job, self.pending[job])
 
     def _settle_found(self, job: int, rows: int) -> None:
         self._writer.finish(job)
@@ -137,6 +155,8 @@ class FileSink(ExportSink):
         if count is not None:
             self._done[job] = count + rows
             mark_done(self._state, job, count + rows)
+        if job in self.pending:
+            mark_pending(self._state, job, self.pending[job])
 
     def checked(self) -> None:
         mark_checked(self._state)

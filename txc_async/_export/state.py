@@ -1,13 +1,16 @@
 """The state file beside a file output: the plan on its first line, then one line per finished
-job with its rows, and a line saying the check ran. Written atomically when replaced, appended
-with an ``fsync`` per line, and read back ignoring a line an interruption cut."""
+job with its rows, a line saying the check ran, and ``pending JOB DAY,DAY`` lines naming the
+UTC days (numbered from 1970-01-01) where a job's rows hold rewards that had not settled (the
+last such line of a job counts; one without days says none is left). Written atomically when
+replaced, appended with an ``fsync`` per line, and read back ignoring a line an interruption
+cut."""
 
 from __future__ import annotations
 
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -24,6 +27,7 @@ __all__ = [
     "OutputState",
     "mark_checked",
     "mark_done",
+    "mark_pending",
     "output_paths",
     "read_state",
     "reconcile",
@@ -32,9 +36,11 @@ __all__ = [
 
 Format = Literal["jsonl", "csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
-STATE_VERSION = 3
+#: 4: rows carry the status and payouts, and the state names the days still pending.
+STATE_VERSION = 4
 #: The state's line saying the run that finished every piece also checked them.
 _CHECKED = b"checked"
+_PENDING = b"pending"
 
 _encode = msgspec.json.Encoder().encode
 _decode_header = msgspec.json.Decoder(dict[str, Any]).decode
@@ -51,6 +57,8 @@ class OutputState:
     checked: bool = False
     #: The state's format version.
     version: int = STATE_VERSION
+    #: Per job, the UTC days (``date // 86400``) whose rows held pending rewards when read.
+    pending: dict[int, frozenset[int]] = field(default_factory=dict)
 
 
 def output_paths(out: Path, fmt: Format) -> tuple[Path, Path]:
@@ -91,16 +99,29 @@ def read_state(state_path: Path) -> OutputState | None:
             raise ValueError(fmt)
         version = int(head.get("version", 1))
         done: dict[int, int | None] = {}
+        pending: dict[int, frozenset[int]] = {}
         checked = version < 3
         for line in lines[1:]:
             if line == _CHECKED:
                 checked = True
                 continue
             parts = line.split()
+            if parts[0] == _PENDING:
+                pending[int(parts[1])] = _days(parts[2] if len(parts) > 2 else b"")
+                continue
             done[int(parts[0])] = int(parts[1]) if len(parts) > 1 else None
     except (msgspec.MsgspecError, ValueError, KeyError, TypeError, IndexError):
         raise OutputFileError(f"{state_path} is damaged; remove it to rescan the output") from None
-    return OutputState(plan, fmt, done, checked, version)
+    pending = {job: days for job, days in pending.items() if days}
+    return OutputState(plan, fmt, done, checked, version, pending)
+
+
+def _days(text: bytes) -> frozenset[int]:
+    return frozenset(int(day) for day in text.split(b",") if day)
+
+
+def _pending_line(job: int, days: frozenset[int] | set[int]) -> bytes:
+    return b"%s %d %s\n" % (_PENDING, job, ",".join(map(str, sorted(days))).encode())
 
 
 def write_state(state_path: Path, state: OutputState) -> None:
@@ -114,6 +135,9 @@ def write_state(state_path: Path, state: OutputState) -> None:
         )
         if state.checked:
             handle.write(_CHECKED + b"\n")
+        handle.writelines(
+            _pending_line(job, days) for job, days in sorted(state.pending.items()) if days
+        )
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, state_path)
@@ -129,6 +153,11 @@ def mark_done(state: BinaryIO, job: int, rows: int) -> None:
     """Say in the state (opened to append) that ``job`` is written, ``rows`` rows in all; the
     rows must be on the disk already."""
     _append(state, b"%d %d\n" % (job, rows))
+
+
+def mark_pending(state: BinaryIO, job: int, days: frozenset[int] | set[int]) -> None:
+    """Say in the state which days of ``job`` hold rewards not settled (none: empty)."""
+    _append(state, _pending_line(job, days))
 
 
 def mark_checked(state: BinaryIO) -> None:

@@ -44,10 +44,9 @@ class BackfillSink(Generic[R]):
         """The check is over: nothing more comes."""
 
 
-def job_ledger(jobs: Iterable[RewardJob], *, canonical: bool = False) -> RewardLedger[Any]:
-    """A ledger of the ranges of ``jobs``, keyed by job, for the check (``canonical``: see
-    :class:`RewardLedger`)."""
-    ledger: RewardLedger[Any] = RewardLedger(canonical=canonical)
+def job_ledger(jobs: Iterable[RewardJob]) -> RewardLedger[Any]:
+    """A ledger of the ranges of ``jobs``, keyed by job, for the check."""
+    ledger: RewardLedger[Any] = RewardLedger()
     for job in jobs:
         ledger.add_range(job, job.params())
     return ledger

@@ -10,9 +10,11 @@ The check asks that of the walked ranges, cut into pieces of at most ``MAX_OFFSE
 records (one request per 10,000 records), halves a piece that answers until it is down to one
 segment (about ``SEGMENT_RECORDS`` records, or one date when a date holds more), reads that
 segment again and returns the records it did not return before, compared by a 128-bit digest of
-their content. A reward is its content (the API gives rewards no identifier): records alike in
-every field, as the server writes them, are one reward, returned once; a segment holding such a
-pair answers the probe and is read again at every check, finding nothing.
+their identity (``walk.fixed_fields``: account, date, currency). A reward whose status or
+payout changed since the walk read it is the same reward: it is not returned again, and it
+does not move the count (a reward changes, it is not added). Records of one identity are one
+reward, returned once; a segment holding such a pair answers the probe and is read again at
+every check, finding nothing.
 
 What it guarantees: every reward the server holds in the ranges when the check begins is returned
 exactly once. A check that found something is followed by another (up to ``CHECK_PASSES``), for
@@ -33,7 +35,6 @@ from array import array
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any, Generic
 
 import msgspec
@@ -61,48 +62,21 @@ CHECK_CONCURRENCY = 8
 _DIGEST_BYTES = 16
 
 
-def _amount(value: object) -> str:
-    """A decimal amount in one spelling whatever its source: the wire's string, a ``Decimal``,
-    or a Parquet column's text (``01.200``, ``1.2`` and ``1.2E0`` are all ``12e-1``): its digits
-    without trailing zeros and its exponent, exact and short however large the exponent."""
-    if value is None or value == "":
-        return ""
-    try:
-        amount = value if isinstance(value, Decimal) else Decimal(str(value))
-    except (InvalidOperation, ValueError):
-        return str(value)
-    if not amount.is_finite():
-        return str(amount)
-    sign, digits, exponent = amount.as_tuple()
-    assert isinstance(exponent, int)
-    kept = "".join(map(str, digits)).lstrip("0")
-    if not kept:
-        return "0"
-    stripped = kept.rstrip("0")
-    exponent += len(kept) - len(stripped)
-    return f"{'-' if sign else ''}{stripped}e{exponent}"
-
-
 _encode = msgspec.msgpack.Encoder().encode
 
 
-def wire_digest(record: Any) -> bytes:
-    """A 128-bit digest of a reward's fixed content
-    (:func:`~txc_async._rewards.walk.fixed_fields`) as one decoder read it: equal for equal
-    rewards read the same way (a ``Decimal`` keeps the wire's spelling), and quicker than
-    :func:`record_digest`."""
+def record_digest(record: Any) -> bytes:
+    """A 128-bit digest of a reward's identity (:func:`~txc_async._rewards.walk.fixed_fields`:
+    its account, date and currency), whatever read it (``MiningReward`` or ``WireReward``, from
+    the wire or a file) and whatever its changing fields say: equal for one reward read before
+    and after it settled."""
+    # Encoded as a list: no field's text can run into the next one's.
     return hashlib.blake2b(_encode(fixed_fields(record)), digest_size=_DIGEST_BYTES).digest()
 
 
-def record_digest(record: Any) -> bytes:
-    """A 128-bit digest of a reward's content (``MiningReward`` or ``WireReward``, read from the
-    wire or from a file), equal for equal rewards however their amounts are spelled."""
-    # Encoded as a list: no field's text can run into the next one's.
-    fields = _encode((
-        record.mining_account_name or "", _amount(record.total_reward), _amount(record.reward),
-        _amount(record.fee), _amount(record.fpps_rate), record.hash_rate or "", record.date,
-    ))
-    return hashlib.blake2b(fields, digest_size=_DIGEST_BYTES).digest()
+#: The digest of records as read from the wire: the same as :func:`record_digest`, since a
+#: reward's identity holds no amount whose spelling could differ between readers.
+wire_digest = record_digest
 
 
 @dataclass(slots=True)
@@ -142,13 +116,12 @@ class _Segment:
 
 class RewardLedger(Generic[R]):
     """What walks returned, per range (``key``: a backfill's piece, say) and date, for
-    :func:`check_rewards`. Records are compared by :func:`wire_digest`, or with ``canonical``
-    by :func:`record_digest`, for records read back from a file that spells amounts its own way
-    (Parquet)."""
+    :func:`check_rewards`. Records are compared by :func:`record_digest` (their identity), so
+    rows read back from a file, whatever its spelling of amounts, compare with the wire's."""
 
-    def __init__(self, *, canonical: bool = False) -> None:
+    def __init__(self) -> None:
         self._ranges: dict[Hashable, _Range] = {}
-        self._digest = record_digest if canonical else wire_digest
+        self._digest = record_digest
 
     def add_range(self, key: Hashable, params: dict[str, Any]) -> None:
         """A range that is walked: its request parameters (``from``, ``to``, ``account``)."""

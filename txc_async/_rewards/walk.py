@@ -39,7 +39,9 @@ class WireReward(msgspec.Struct, frozen=True, rename="camel"):
     """A mining reward as the wire carries it: decimal amounts kept as the server's strings.
 
     Exports use it: writing a reward to a file needs no ``Decimal``, and a string the server
-    sent cannot be rounded. ``MiningReward`` is the same record with ``Decimal`` amounts.
+    sent cannot be rounded. ``MiningReward`` is the same record with ``Decimal`` amounts and
+    enums. The status and payout fields are the wire's strings (``None`` where the server
+    sent null or nothing, as SPEC.md's records and rows written before they were read).
     """
 
     mining_account_name: str
@@ -49,6 +51,12 @@ class WireReward(msgspec.Struct, frozen=True, rename="camel"):
     fpps_rate: str
     hash_rate: str
     date: int
+    status: str | None = None
+    reward_currency: str | None = None
+    payout_destination: str | None = None
+    payout_transaction_hash: str | None = None
+    payout_address: str | None = None
+    payout_time: int | None = None
 
 
 R = TypeVar("R", MiningReward, WireReward)
@@ -129,8 +137,15 @@ def _from_typed(body: bytes) -> Page[WireReward]:
         total, reward, fee, rate = texts
         out.append(WireReward(
             record.mining_account_name, total, reward, fee, rate, record.hash_rate, record.date,
+            _text(record.status), record.reward_currency, _text(record.payout_destination),
+            record.payout_transaction_hash, record.payout_address, record.payout_time,
         ))
     return Page(out, page.limit)
+
+
+def _text(value: str | None) -> str | None:
+    """An enum member as its wire value (a ``StrEnum`` is its value), or the value as read."""
+    return None if value is None else str(value)
 
 
 #: An amount whose exponent reaches this far keeps its exponent when written: written out, a
@@ -176,18 +191,22 @@ WIRE_RECORDS: Operation[Page[WireReward]] = Operation(
 )
 
 
-def fixed_fields(record: MiningReward | WireReward) -> tuple[Any, ...]:
-    """What tells rewards apart: every field the service keeps fixed for a reward, as the server
-    writes it. A wire record's fields are the server's strings; a typed record's ``Decimal``
-    amounts compare by value (``Decimal("1.5") == Decimal("1.50")``), so their spellings are
-    taken. A reward's status and payout fields change after it is booked (a pending reward
-    settles): they are left out, so a reward read before and after it settled is one reward."""
-    if isinstance(record, WireReward):
-        return (record.mining_account_name, record.total_reward, record.reward, record.fee,
-                record.fpps_rate, record.hash_rate, record.date)
-    return (record.mining_account_name, str(record.total_reward), str(record.reward),
-            str(record.fee), str(record.fpps_rate), record.hash_rate, record.date,
-            record.reward_currency)
+def fixed_fields(record: MiningReward | WireReward) -> tuple[str, int, str]:
+    """A reward's identity: what the service keeps fixed for it, its account, date and
+    currency (``""`` where the record names none: SPEC.md's records, rows written before the
+    currency was read). The one definition the walk's ``seen``, the check's digests and the
+    exports' settling all compare.
+
+    Why these three. The API gives rewards no identifier, and its documentation
+    (whitebit-exchange/docs, ``openapi/private/main_api_v4.yaml``, schema ``MiningReward``)
+    says a reward changes after it is booked: ``status`` goes from ``pending`` to
+    ``successful`` or ``canceled`` and the payout fields fill in. It says nothing of the
+    amounts staying as they are while a reward is pending ("waiting for block confirmations /
+    batch accumulation"), so they are not part of it either, nor is the payout destination,
+    an account's setting. An account is paid once a day per currency: its name, the reward's
+    date and its currency tell its rewards apart.
+    """
+    return (record.mining_account_name, record.date, record.reward_currency or "")
 
 
 def is_last(records: Sized, asked: int, used: int) -> bool:
@@ -262,9 +281,11 @@ async def walk_rewards(
       record to a later position, never an earlier one. Every request reads the positions right
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
-    * A reward is its content: the API gives rewards no identifier, so records alike in every
-      field, as the server writes them, are one reward, returned once (the walk could not tell
-      a second one from the first pushed into a later page).
+    * A reward is its identity (:func:`fixed_fields`: account, date, currency), never its
+      changing fields: a reward read ``pending`` on one page and ``successful`` on a later
+      one (it settled while the walk ran) is one reward, returned once, in the state first
+      read. Records of one identity are one reward, returned once (the walk could not tell a
+      second one from the first pushed into a later page).
     * A reward booked meanwhile *behind* the walk (newer than the boundary, or at the boundary
       date before ``offset``) has left the part still to walk: the walk does not return it. The
       check that follows every walk (``txc_async._rewards.ledger.check_rewards``) finds and
@@ -287,7 +308,7 @@ async def walk_rewards(
         start = cursor.params.get("from") or 0
         fresh: list[R] = []
         oldest = boundary
-        alike: set[Any] = set()  # a reward is its content: records alike are one reward
+        alike: set[Any] = set()  # records of one identity are one reward
         for record in page:
             key = fixed_fields(record)
             if record.date == boundary:

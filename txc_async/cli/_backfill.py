@@ -166,9 +166,13 @@ def _summary_line(summary: BackfillSummary, where: str) -> str:
         parts.append(f"repaired ({summary.repaired})")
     if summary.extended_from is not None:
         parts.append(f"extended from {format_moment(summary.extended_from, end=True)}")
+    if summary.upgraded:
+        parts.append("upgraded to rows with status and payouts (their days read again)")
     parts += [f"{summary.accounts} accounts", f"{summary.requests:,} requests",
               f"{summary.elapsed:.1f} s"]
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    settling = summary.settling()
+    return line if settling is None else f"{line}; {settling}"
 
 
 def _output_format(out: str, chosen: str | None) -> Format:

@@ -255,7 +255,18 @@ def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
     sandbox.add_argument(
         "--live", action="store_true",
         help="book new rewards while serving (one per second: today's, and one at a random "
-        "day of the range), as the live service does",
+        "day of the range), as the live service does; they are pending at first, as are the "
+        "rewards of the last --pending-days days, and settle after --settle-after seconds",
+    )
+    sandbox.add_argument(
+        "--pending-days", type=types.whole(0, 36_500), default=None, metavar="N",
+        help="the rewards of the last N days are pending at first (default: 2 with --live, "
+        "else 0)",
+    )
+    sandbox.add_argument(
+        "--settle-after", type=float, default=60.0, metavar="SECONDS",
+        help="a pending reward settles (successful, or canceled) this long after the sandbox "
+        "started or booked it",
     )
 
 

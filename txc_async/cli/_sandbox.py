@@ -42,11 +42,16 @@ async def run_sandbox(args: argparse.Namespace) -> int:
     """``sandbox``: serve the embedded simulator until interrupted."""
     from txc_async.sandbox import Sandbox
 
+    pending_days = args.pending_days if args.pending_days is not None else (
+        2 if args.live else 0)
     async with Sandbox(port=args.port, mining_accounts=args.accounts,
-                       rewards_days=args.days) as box:
+                       rewards_days=args.days, pending_days=pending_days,
+                       settle_after=args.settle_after) as box:
         print(f"sandbox serving on {box.url}: {args.accounts} mining accounts, {args.days} days "
               f"of rewards from {format_moment(box.rewards.start)}"
-              + (", booking new rewards live" if args.live else ""))
+              + (", booking new rewards live" if args.live else "")
+              + (f", the last {pending_days} days pending until {args.settle_after:g} s have "
+                 "passed" if pending_days else ""))
         print(f"export TXC_BASE_URL={box.url}")
         print(f"export TXC_API_KEY={box.api_key}")
         print(f"export TXC_API_SECRET={box.api_secret}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bisect
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +33,17 @@ def money(units: int) -> str:
 @dataclass(order=True, frozen=True, slots=True)
 class _Booked:
     """A reward booked while the sandbox runs, ordered like the answers: newest first, then by
-    account, after a synthetic record of the same account and date, then in booking order."""
+    account, then in booking order. ``since``: the book's clock when it was booked."""
 
     key: tuple[int, int, int, int]
     record: dict[str, Any] = field(compare=False)
+    since: float = field(compare=False, default=0.0)
+
+
+#: The currency every reward of the sandbox is paid in.
+CURRENCY = "BTC"
+#: One settled reward in this many is canceled (decided by the reward's hash).
+CANCELED_ONE_IN = 5
 
 
 class RewardBook:
@@ -45,9 +54,22 @@ class RewardBook:
     (86400 // per_day)``. Queries are answered newest first (date descending, then account name)
     by index arithmetic, merged with the booked rewards, so any page costs O(limit + log n) plus
     a scan of the booked rewards, however many records the book holds.
+
+    ``live``: records carry what the live service writes besides SPEC.md's fields: ``status``,
+    ``rewardCurrency`` (``BTC``), ``payoutDestination`` (an odd-numbered account is paid to an
+    external address, the others to the main balance) and the payout's hash, address and time.
+    With ``pending_days``, the rewards of the book's last ``pending_days`` days and every reward
+    booked while it runs are ``pending`` at first; each settles (``successful``, or one in
+    ``CANCELED_ONE_IN`` ``canceled``, by its hash) once ``clock`` has passed ``settle_after``
+    seconds since the book was made (or since it was booked), or when :meth:`settle` is called.
+    A reward changes nothing but its status and payout fields when it settles.
     """
 
-    def __init__(self, seed: int, accounts: int, start: int, days: int, per_day: int) -> None:
+    def __init__(
+        self, seed: int, accounts: int, start: int, days: int, per_day: int, *,
+        live: bool = False, pending_days: int = 0, settle_after: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.seed = seed
         self.names = [f"pool_acc_{i:03d}" for i in range(accounts)]
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -56,16 +78,49 @@ class RewardBook:
         self.step = 86400 // per_day
         self.count = days * per_day  # records per account
         self.booked: list[_Booked] = []
+        self._taken: set[tuple[int, int]] = set()
+        self.live = live
+        self.pending_days = pending_days
+        self.settle_after = settle_after
+        self.clock = clock
+        #: Synthetic rewards dated from here on are pending at first.
+        self.pending_from = start + (days - pending_days) * 86400 if pending_days else None
+        self.made = clock()
+        #: Every reward pending since this moment or before has settled (:meth:`settle`).
+        self.settled_at = float("-inf")
+        self._addresses = [f"bc1q{mix(seed, i, 0xAD):016x}{mix(seed, i, 0xAE):016x}"
+                           for i in range(accounts)]
 
     def book(self, account: str, date: int) -> dict[str, Any]:
         """Book a new reward of ``account`` dated ``date`` (any date, inside the synthetic days
-        or not), as the live service does each day; later queries return it in its place."""
+        or not), as the live service does each day; later queries return it in its place.
+
+        The service books one reward per account, date and currency (their identity): a date
+        the account already holds a reward at is moved on by a second until it holds none."""
         index = self.index[account]
+        while self._holds(index, date):
+            date += 1
         sequence = len(self.booked)
         h = mix(self.seed, index, date, 1 << 40, sequence)
         record = self._record(index, date, h)
-        bisect.insort(self.booked, _Booked((-date, index, 1, sequence), record))
-        return record
+        self._taken.add((index, date))
+        booked = _Booked((-date, index, 1, sequence), record, self.clock())
+        bisect.insort(self.booked, booked)
+        return self._answer_booked(booked)
+
+    def settle(self) -> None:
+        """Settle every reward pending now (booked ones included), as if its time had come."""
+        self.settled_at = self.clock()
+
+    def _holds(self, index: int, date: int) -> bool:
+        """Whether account ``index`` holds a reward dated ``date``."""
+        offset = date - self.start
+        within = offset % 86400
+        synthetic = (
+            0 <= offset < self.count // self.per_day * 86400
+            and within % self.step == 0 and within // self.step < self.per_day
+        )
+        return synthetic or (index, date) in self._taken
 
     def date(self, t: int) -> int:
         day, k = divmod(t, self.per_day)
@@ -88,7 +143,13 @@ class RewardBook:
         return lo, max(lo, hi)
 
     def record(self, account: int, t: int) -> dict[str, Any]:
-        return self._record(account, self.date(t), mix(self.seed, account, t))
+        date = self.date(t)
+        h = mix(self.seed, account, t)
+        record = self._record(account, date, h)
+        if self.live:
+            pending = self.pending_from is not None and date >= self.pending_from
+            self._settling(record, account, h, self.made if pending else None)
+        return record
 
     def _record(self, account: int, date: int, h: int) -> dict[str, Any]:
         reward = 20_000 + h % 180_000
@@ -103,6 +164,36 @@ class RewardBook:
             "hashRate": f"{100 + (h >> 32) % 900}.{(h >> 44) % 100:02d} TH/s",
             "date": date,
         }
+
+    def _answer_booked(self, booked: _Booked) -> dict[str, Any]:
+        if not self.live:
+            return booked.record
+        record = dict(booked.record)
+        _, account, _, sequence = booked.key
+        h = mix(self.seed, account, record["date"], 1 << 40, sequence)
+        self._settling(record, account, h, booked.since if self.pending_days else None)
+        return record
+
+    def _settling(self, record: dict[str, Any], account: int, h: int,
+                  since: float | None) -> None:
+        """Add the live fields to ``record``: ``since`` is when it became pending (``None``: it
+        never was), its hash ``h`` decides how it settles."""
+        external = account % 2 == 1
+        pending = since is not None and since > self.settled_at and (
+            self.settle_after is None or self.clock() < since + self.settle_after
+        )
+        status = (
+            "pending" if pending
+            else "canceled" if (h >> 8) % CANCELED_ONE_IN == 0
+            else "successful"
+        )
+        paid = external and status == "successful"
+        record["status"] = status
+        record["rewardCurrency"] = CURRENCY
+        record["payoutDestination"] = "external_address" if external else "main_balance"
+        record["payoutTransactionHash"] = f"{h:016x}" * 4 if paid else None
+        record["payoutAddress"] = self._addresses[account] if external else None
+        record["payoutTime"] = record["date"] + 3600 * (1 + h % 12) if paid else None
 
     def page(
         self, account: str | None, start: int | None, end: int | None, offset: int, limit: int
@@ -158,7 +249,7 @@ class RewardBook:
                     out.append(self.record(a, t))
                     p += 1
                     continue
-            out.append(booked[j].record)
+            out.append(self._answer_booked(booked[j]))
             j += 1
         return out
 

@@ -322,6 +322,13 @@ class Sandbox:
     (:meth:`disable_mining_account`) with empty data, and its points carry ``rejectRate``.
     Spec: the order reads ``client_order_id`` and answers in snake_case with status ``NEW``;
     the balance ignores ``ticker``; the hashrate takes any account or none.
+
+    Rewards, live: each carries ``status``, ``rewardCurrency`` and the payout fields. With
+    ``pending_days`` the rewards of the last ``pending_days`` days, and every reward booked
+    while it runs (``rewards.book``), are ``pending`` at first and settle (``successful``, one
+    in five ``canceled``, the payout filled in) once the sandbox's clock is ``settle_after``
+    seconds past the sandbox's making (or the booking), or at :meth:`settle_rewards`; without
+    ``settle_after``, only then. Spec: SPEC.md's seven fields, as before.
     """
 
     def __init__(
@@ -340,6 +347,8 @@ class Sandbox:
         clock_offset: float = 0.0,
         max_page: int = 100,
         dialect: Dialect = "live",
+        pending_days: int = 0,
+        settle_after: float | None = None,
     ) -> None:
         if dialect not in ("live", "spec"):
             raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
@@ -370,8 +379,11 @@ class Sandbox:
         self._keys: dict[str, _Key] = {self.api_key: _Key(self.api_secret.encode(), True)}
         self._refresh_tokens: dict[str, float] = {}
         self.oauth_refresh_token = self._issue_refresh_token()
-        self.rewards = RewardBook(seed, mining_accounts, rewards_start, rewards_days,
-                                  rewards_per_day)
+        self.rewards = RewardBook(
+            seed, mining_accounts, rewards_start, rewards_days, rewards_per_day,
+            live=dialect == "live", pending_days=pending_days, settle_after=settle_after,
+            clock=self.server_time,
+        )
         self.mining_account_names = list(self.rewards.names)
         self._created_accounts: dict[str, int] = {}
         self._disabled_accounts: set[str] = set()
@@ -432,6 +444,10 @@ class Sandbox:
     def add_key(self, api_key: str, api_secret: str, *, b2b: bool = True) -> None:
         """Another API key the sandbox accepts; ``b2b=False`` has no access to investments."""
         self._keys[api_key] = _Key(api_secret.encode(), b2b)
+
+    def settle_rewards(self) -> None:
+        """Settle every reward pending now, as if the time of each had come (for tests)."""
+        self.rewards.settle()
 
     def disable_mining_account(self, name: str) -> None:
         """Disable mining account ``name``: the live dialect then answers its hashrate with
