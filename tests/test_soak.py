@@ -23,6 +23,10 @@ LIMITS = {
     scope: RateLimit(1500, 1.0)
     for scope in ("public", "main_balance", "investments", "mining_rewards", "mining_hashrate",
                   "collateral_stop_limit_order", "create_mining_account")
+} | {
+    # The groups as tight as the scopes in them, for the sandbox and the client alike.
+    "main_account": RateLimit(1500, 1.0),
+    "default": RateLimit(3000, 1.0),
 }
 FAULTS = ("html_502", "json_503", "reset", "malformed_json", "json_500", "rate_limit_429",
           "nonce_429", "throttle")
