@@ -92,9 +92,9 @@ class SQLiteLimiter(SharedLimiter):
     lying further ahead than a window plus their request's timeout are dropped (they cannot be
     real); if it steps forward, the windows it skips count as past. Waiters of one process are
     served first-in-first-out. The file is created (with its folder) if missing; it holds no
-    secret, only ids (hashes) of servers and keys. ``busy_timeout`` bounds the wait for another process's
-    transaction; past it, :meth:`acquire` raises :class:`txc_async.TransportError` rather than
-    let requests go out unlimited.
+    secret, only ids (hashes) of servers and keys. ``busy_timeout`` bounds the wait for another
+    process's transaction; past it, :meth:`acquire` raises :class:`txc_async.TransportError`
+    rather than let requests go out unlimited.
     """
 
     def __init__(
