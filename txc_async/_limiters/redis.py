@@ -150,7 +150,10 @@ class RedisLimiter(SharedLimiter):
     request is anchored at its deadline until its answer, as in
     :class:`txc_async.InProcessLimiter`). Machines that leave through different IP addresses
     are counted apart by the service: give each its own ``namespace`` (sharing one would hold
-    each to a share of its own budget). A request draws on its scope's budget and on its
+    each to a share of its own budget). The service takes each nonce once per API key, whatever
+    the address: machines that use the same API keys under different namespaces give them one
+    ``nonce_namespace`` (by default their ``namespace``), so that each key's nonces still come
+    from one counter. A request draws on its scope's budget and on its
     groups' in one script: from every one of them, or, when one has no room, from none. Signed
     requests draw their nonces from one counter per API key on the server-aligned clock, so no
     two processes send the same nonce. Keys (ids are hashes, never a key)::
@@ -158,7 +161,7 @@ class RedisLimiter(SharedLimiter):
         {namespace}:{<server id>}:<scope or group>          the budget's anchors (a sorted set)
         {namespace}:{<server id>}:<scope or group>:pause    the budget's pause after a refusal
         {namespace}:{<server id>}:<scope or group>:window   the longest window it is counted in
-        {namespace}:{<server id>}:nonce:<API key id>        the API key's nonce counter
+        {nonce_namespace}:{<server id>}:nonce:<API key id>  the API key's nonce counter
         {namespace}:{<server id>}:generation                the marker that tells a loss of data
 
     The braces make the server id a hash tag: a cluster keeps every key of one server in one
@@ -179,6 +182,7 @@ class RedisLimiter(SharedLimiter):
         url: str,
         *,
         namespace: str = "txc",
+        nonce_namespace: str | None = None,
         cluster: bool = False,
         timeout: float = 5.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -191,12 +195,11 @@ class RedisLimiter(SharedLimiter):
             raise ImportError(
                 "RedisLimiter needs redis-py: pip install 'txc_async[redis]'"
             ) from None
-        if (
-            not isinstance(namespace, str)
-            or not namespace
-            or any(c in namespace for c in ":{}")
-        ):
-            raise ValueError("namespace: must be a non-empty string without ':', '{' or '}'")
+        if nonce_namespace is None:
+            nonce_namespace = namespace
+        for name, value in (("namespace", namespace), ("nonce_namespace", nonce_namespace)):
+            if not isinstance(value, str) or not value or any(c in value for c in ":{}"):
+                raise ValueError(f"{name}: must be a non-empty string without ':', '{{' or '}}'")
         check_positive_seconds("timeout", timeout)
         if _hostless(url):
             raise ValueError(
@@ -228,6 +231,7 @@ class RedisLimiter(SharedLimiter):
             # not kept as the context.
             raise ValueError(f"url: {problem}")
         self._namespace = namespace
+        self._nonce_namespace = nonce_namespace
         self._admit_script: AsyncScript = self._redis.register_script(lua_script("admit"))
         self._check_script: AsyncScript = self._redis.register_script(lua_script("check"))
         self._draw_script: AsyncScript = self._redis.register_script(lua_script("draw"))
@@ -266,7 +270,10 @@ class RedisLimiter(SharedLimiter):
         """The Redis key of the nonce counter every request of one API key (``nonce_key``, its
         id; ``key_id`` when not given) to the server ``key_id`` draws from: under the server's
         hash tag, so one script reaches it with the server's budgets."""
-        return f"{self._key_prefix(key_id)}:nonce:{key_id if nonce_key is None else nonce_key}"
+        # The hash tag is the server's id alone: under another namespace, the counter still
+        # lies in the slot of the server's budgets.
+        api_key = key_id if nonce_key is None else nonce_key
+        return f"{self._nonce_namespace}:{{{key_id}}}:nonce:{api_key}"
 
     def generation_key(self, key_id: str) -> str:
         """The Redis key of the marker that tells this server's entries were lost."""
