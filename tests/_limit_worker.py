@@ -3,14 +3,19 @@ limiter shared through a store, then posts to an arrival-recording server, and t
 how each request ended.
 
     python -m tests._limit_worker STORE HIT_URL COUNT MAX_REQUESTS PER_SECONDS SEED [--wait-go]
-        [--linger]
+        [--linger] [--scope=NAME] [--group=NAME:MAX_REQUESTS:PER_SECONDS] [--key=API_KEY_ID]
+        [--nonce-namespace=NAMESPACE] [--nonces]
 
 ``STORE`` is ``sqlite:PATH``, ``redis:URL:NAMESPACE``, ``redis-cluster:URL:NAMESPACE`` or
 ``memory:`` (an in-process limiter, forgotten when the process ends). It prints
 ``ready`` once connected (and with ``--wait-go`` waits for a line on stdin before sending), then
 ``sent N`` after each request answered, then ``done`` (and with ``--linger`` stays, its limiter
 open, until stdin closes). While the store cannot be reached (restarting, say) it asks again
-every 50 ms; it exits 0 once every request was answered.
+every 50 ms; it exits 0 once every request was answered. Its requests draw on the scope
+``main_balance`` of the server ``worker-key`` unless ``--scope`` says another, on the groups
+``--group`` names (repeated for several), and take their nonces from the counter of the API key
+``--key`` (the server's id when not given); ``--nonces`` prints ``nonce N`` for each (``--nonce-
+namespace``: a Redis store's namespace of nonce counters).
 """
 
 from __future__ import annotations
@@ -36,14 +41,26 @@ from txc_async import (
 )
 
 
-def open_store(spec: str) -> Limiter:
+def open_store(spec: str, nonce_namespace: str | None = None) -> Limiter:
     kind, _, rest = spec.partition(":")
     if kind == "memory":
         return InProcessLimiter()
     if kind == "sqlite":
         return SQLiteLimiter(rest)
     url, _, namespace = rest.rpartition(":")
-    return RedisLimiter(url, namespace=namespace, cluster=kind == "redis-cluster")
+    return RedisLimiter(url, namespace=namespace, nonce_namespace=nonce_namespace,
+                        cluster=kind == "redis-cluster")
+
+
+def options(argv: list[str], name: str) -> list[str]:
+    """The values of every ``--name=value`` in ``argv``."""
+    prefix = f"--{name}="
+    return [arg[len(prefix):] for arg in argv if arg.startswith(prefix)]
+
+
+def parse_group(text: str) -> tuple[str, RateLimit]:
+    name, n, per = text.split(":")
+    return name, RateLimit(int(n), float(per))
 
 
 def nonce_clock() -> int:
@@ -51,7 +68,9 @@ def nonce_clock() -> int:
 
 
 async def send(
-    limiter: Limiter, hit_url: str, count: int, limit: RateLimit, seed: int, concurrency: int = 50
+    limiter: Limiter, hit_url: str, count: int, limit: RateLimit, seed: int, concurrency: int = 50,
+    *, scope: str = "main_balance", groups: tuple[tuple[str, RateLimit], ...] = (),
+    nonce_key: str | None = None, show_nonces: bool = False,
 ) -> None:
     rng = random.Random(seed)
     left = iter(range(count))
@@ -64,12 +83,15 @@ async def send(
                 while True:
                     try:
                         admission = await limiter.acquire(
-                            "worker-key", "main_balance", limit, 5.0, nonce_clock
+                            "worker-key", scope, limit, 5.0, nonce_clock, groups=groups,
+                            nonce_key=nonce_key,
                         )
                     except TransportError:  # the store is away for a moment
                         await asyncio.sleep(0.05)
                         continue
                     break
+                if show_nonces:
+                    print(f"nonce {admission.nonce}", flush=True)
                 try:
                     await asyncio.sleep(rng.uniform(0, 0.02))  # an uneven network
                     async with session.post(hit_url) as answer:
@@ -86,14 +108,19 @@ async def send(
 
 async def main(argv: list[str]) -> None:
     spec, hit_url, count, n, per, seed = argv[:6]
-    limiter = open_store(spec)
+    limiter = open_store(spec, next(iter(options(argv, "nonce-namespace")), None))
     try:
         warm = await limiter.acquire("warm-up", "public", RateLimit(10**6, 1), 5.0)
         limiter.settle(warm, Outcome.ANSWERED)
         print("ready", flush=True)
         if "--wait-go" in argv:
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        await send(limiter, hit_url, int(count), RateLimit(int(n), float(per)), int(seed))
+        await send(
+            limiter, hit_url, int(count), RateLimit(int(n), float(per)), int(seed),
+            scope=next(iter(options(argv, "scope")), "main_balance"),
+            groups=tuple(parse_group(group) for group in options(argv, "group")),
+            nonce_key=next(iter(options(argv, "key")), None), show_nonces="--nonces" in argv,
+        )
         print("done", flush=True)
         if "--linger" in argv:
             # Stay until stdin closes: the limiter stays open and keeps what it sent.

@@ -1,16 +1,19 @@
-"""Budgets kept in Redis (or a Redis Cluster), shared by every process and machine that uses one
-API key.
+"""Budgets kept in Redis (or a Redis Cluster), shared by every process and machine that leaves
+through one IP address (one namespace), for every API key it uses with a server.
 
 Each budget is a sorted set of anchors, one per request: the latest moment it could have reached
 the server (its deadline while in flight, then its answer), in microseconds on Redis's own clock,
-so every process measures time alike. One atomic Lua script admits a request while fewer than
-``max_requests`` anchors lie in the last ``per_seconds``, and draws the nonce from the key's shared
-counter. Within a process, waiters queue first-in-first-out and only the head asks Redis.
+so every process measures time alike. One atomic Lua script admits a request while, in each
+budget it draws on (its scope's and its groups'), fewer than ``max_requests`` anchors lie in the
+last ``per_seconds``: it anchors the request in all of them or in none, and draws the nonce from
+the API key's counter. Within a process, waiters queue first-in-first-out and only the head asks
+Redis.
 
-Every key of one API key carries its key id as a hash tag (``{…}``), so a Redis Cluster keeps them
-in one hash slot and the scripts stay atomic there. A generation marker beside them tells a
-process that the store lost its data (a restart without persistence, a failover to an empty
-replica): the process then writes its own recent anchors back before it is admitted again.
+Every key of one server carries the server's id as a hash tag (``{…}``), the API keys' nonce
+counters included, so a Redis Cluster keeps them in one hash slot and the scripts stay atomic
+there. A generation marker beside them tells a process that the store lost its data (a restart
+without persistence, a failover to an empty replica): the process then writes its own recent
+anchors and nonces back before it is admitted again.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import math
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -32,7 +35,7 @@ from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .base import Admission, Outcome, RateLimit
 from .scripts import lua_script
-from .shared import Budget, Entry, SharedLimiter, Verdict
+from .shared import Admitted, Budget, Entry, SharedLimiter, Verdict
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -44,13 +47,13 @@ __all__ = ["RESEED_GRACE", "WATCH_INTERVAL", "RedisLimiter"]
 #: While a process has anchors in a window, it checks the generation marker this often (seconds),
 #: so that it writes them back soon after the store lost its data.
 WATCH_INTERVAL = 0.1
-#: When an API key's generation marker is missing (the store lost its data, or the key was not
+#: When a server's generation marker is missing (the store lost its data, or the server was not
 #: used for a day, or ever), its admissions hold this long (seconds): every process still sending
 #: finds out meanwhile (it looks every :data:`WATCH_INTERVAL`) and writes its anchors back. A
 #: process cannot tell a loss from a first use, so a first use waits too.
 RESEED_GRACE = 0.5
 
-#: Names a budget's scope may not take, since the key's own entries use them.
+#: Names a budget's scope may not take, since the server's own entries use them.
 _RESERVED_SCOPES = frozenset({"nonce", "generation"})
 
 
@@ -87,8 +90,9 @@ def _hostless(url: str) -> bool:
 
 
 class _KeyState:
-    """What this process knows of one API key's entries: the generation it last saw, its own
-    recent anchors per budget (to write back if the store loses them), its last nonce."""
+    """What this process knows of one server's entries (its ``key_id``): the generation it last
+    saw, its own recent anchors per budget (to write back if the store loses them), and the last
+    nonce it drew from each API key's counter."""
 
     __slots__ = (
         "anchors", "generation", "key_id", "last_nonce", "nonce_clock", "offset", "per",
@@ -98,20 +102,22 @@ class _KeyState:
     def __init__(self, key_id: str) -> None:
         self.key_id = key_id
         self.generation = ""
-        # scope -> member -> score (us on Redis's clock); only anchors within the window stay.
+        # budget (scope or group) -> member -> score (us on Redis's clock); only anchors within
+        # the window stay.
         self.anchors: dict[str, dict[str, int]] = {}
         self.per: dict[str, int] = {}
         self.ttl_ms: dict[str, int] = {}
-        self.last_nonce: int | None = None
-        # The server-aligned clock the last nonce was drawn on.
-        self.nonce_clock: Callable[[], int] | None = None
+        # API key's id -> the last nonce drawn from its counter, and the server-aligned clock it
+        # was drawn on.
+        self.last_nonce: dict[str, int] = {}
+        self.nonce_clock: dict[str, Callable[[], int]] = {}
         # Redis's clock (s) minus this process's monotonic clock, from the last answer.
         self.offset = 0.0
         # When (monotonic) the store last showed this generation.
         self.seen = -math.inf
 
     def knows_a_loss(self) -> bool:
-        """Whether a missing generation marker now means the store lost the key's data: this
+        """Whether a missing generation marker now means the store lost the server's data: this
         process saw the marker recently enough that it cannot have expired since (every
         admission keeps it for a day). A process that never saw it, or not for that long,
         cannot tell a loss from a first use."""
@@ -137,25 +143,34 @@ class RedisLimiter(SharedLimiter):
     """A :class:`txc_async.Limiter` whose budgets live in Redis (``cluster=True``: a Redis
     Cluster).
 
-    Give every process that uses one API key a ``RedisLimiter`` on the same Redis and
-    ``namespace``: together they never let the server count more than a scope's limit in any
-    window, whatever the network delays (each request is anchored at its deadline until its
-    answer, as in :class:`txc_async.InProcessLimiter`), and signed requests draw their nonces
-    from one counter per API key on the server-aligned clock, so no two processes send the same
-    nonce. Keys (the key id is a hash of the server and API key, never the key)::
+    The service counts requests per IP address: budgets belong to the server, and every API
+    key used with it draws on the same ones. Give every process that leaves through one IP
+    address a ``RedisLimiter`` on the same Redis and ``namespace``: together they never let the
+    server count more than a budget's limit in any window, whatever the network delays (each
+    request is anchored at its deadline until its answer, as in
+    :class:`txc_async.InProcessLimiter`). Machines that leave through different IP addresses
+    are counted apart by the service: give each its own ``namespace`` (sharing one would hold
+    each to a share of its own budget). The service takes each nonce once per API key, whatever
+    the address: machines that use the same API keys under different namespaces give them one
+    ``nonce_namespace`` (by default their ``namespace``), so that each key's nonces still come
+    from one counter. A request draws on its scope's budget and on its
+    groups' in one script: from every one of them, or, when one has no room, from none. Signed
+    requests draw their nonces from one counter per API key on the server-aligned clock, so no
+    two processes send the same nonce. Keys (ids are hashes, never a key)::
 
-        {namespace}:{<key id>}:<scope>          the budget's anchors (a sorted set)
-        {namespace}:{<key id>}:<scope>:pause    the budget's pause after a refusal
-        {namespace}:{<key id>}:nonce            the key's nonce counter
-        {namespace}:{<key id>}:generation       the marker that tells a loss of data
+        {namespace}:{<server id>}:<scope or group>          the budget's anchors (a sorted set)
+        {namespace}:{<server id>}:<scope or group>:pause    the budget's pause after a refusal
+        {namespace}:{<server id>}:<scope or group>:window   the longest window it is counted in
+        {nonce_namespace}:{<server id>}:nonce:<API key id>  the API key's nonce counter
+        {namespace}:{<server id>}:generation                the marker that tells a loss of data
 
-    The braces make the key id a hash tag: a cluster keeps every key of one API key in one
+    The braces make the server id a hash tag: a cluster keeps every key of one server in one
     slot. Every key expires once nothing depends on it. When the store loses its data, the
-    key's admissions hold for :data:`RESEED_GRACE` seconds while every running process writes
-    back the anchors it knows of (so does the first use of a key, which a process cannot tell
-    from a loss); requests of a process that had already ended are known to no one. The pause
-    after a refusal is shared through Redis; a learned limit stays in the process that learned
-    it.
+    server's admissions hold for :data:`RESEED_GRACE` seconds while every running process
+    writes back the anchors and nonces it knows of (so does the first use of a server, which a
+    process cannot tell from a loss); requests of a process that had already ended are known to
+    no one. The pause after a refusal is shared through Redis (for the budget the refusal is
+    blamed on); a learned limit stays in the process that learned it.
 
     If Redis cannot be reached, :meth:`acquire` raises :class:`txc_async.TransportError` rather
     than let requests go out unlimited. A limiter belongs to one event loop (its connections
@@ -167,6 +182,7 @@ class RedisLimiter(SharedLimiter):
         url: str,
         *,
         namespace: str = "txc",
+        nonce_namespace: str | None = None,
         cluster: bool = False,
         timeout: float = 5.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -179,12 +195,11 @@ class RedisLimiter(SharedLimiter):
             raise ImportError(
                 "RedisLimiter needs redis-py: pip install 'txc_async[redis]'"
             ) from None
-        if (
-            not isinstance(namespace, str)
-            or not namespace
-            or any(c in namespace for c in ":{}")
-        ):
-            raise ValueError("namespace: must be a non-empty string without ':', '{' or '}'")
+        if nonce_namespace is None:
+            nonce_namespace = namespace
+        for name, value in (("namespace", namespace), ("nonce_namespace", nonce_namespace)):
+            if not isinstance(value, str) or not value or any(c in value for c in ":{}"):
+                raise ValueError(f"{name}: must be a non-empty string without ':', '{{' or '}}'")
         check_positive_seconds("timeout", timeout)
         if _hostless(url):
             raise ValueError(
@@ -216,12 +231,14 @@ class RedisLimiter(SharedLimiter):
             # not kept as the context.
             raise ValueError(f"url: {problem}")
         self._namespace = namespace
+        self._nonce_namespace = nonce_namespace
         self._admit_script: AsyncScript = self._redis.register_script(lua_script("admit"))
         self._check_script: AsyncScript = self._redis.register_script(lua_script("check"))
         self._draw_script: AsyncScript = self._redis.register_script(lua_script("draw"))
         self._reseed_script: AsyncScript = self._redis.register_script(lua_script("reseed"))
         self._answered_script: AsyncScript = self._redis.register_script(lua_script("answered"))
         self._pause_script: AsyncScript = self._redis.register_script(lua_script("pause"))
+        self._forget_script: AsyncScript = self._redis.register_script(lua_script("forget"))
         self._keys: dict[str, _KeyState] = {}
         # Members and generation tokens must be unique across every process: pid and random
         # bits, then a counter.
@@ -249,12 +266,17 @@ class RedisLimiter(SharedLimiter):
             raise ValueError(f"scope: {scope!r} cannot name a budget")
         return f"{self._key_prefix(key_id)}:{scope}"
 
-    def nonce_key(self, key_id: str) -> str:
-        """The Redis key of the nonce counter every scope of one API key draws from."""
-        return f"{self._key_prefix(key_id)}:nonce"
+    def nonce_key(self, key_id: str, nonce_key: str | None = None) -> str:
+        """The Redis key of the nonce counter every request of one API key (``nonce_key``, its
+        id; ``key_id`` when not given) to the server ``key_id`` draws from: under the server's
+        hash tag, so one script reaches it with the server's budgets."""
+        # The hash tag is the server's id alone: under another namespace, the counter still
+        # lies in the slot of the server's budgets.
+        api_key = key_id if nonce_key is None else nonce_key
+        return f"{self._nonce_namespace}:{{{key_id}}}:nonce:{api_key}"
 
     def generation_key(self, key_id: str) -> str:
-        """The Redis key of the marker that tells this API key's entries were lost."""
+        """The Redis key of the marker that tells this server's entries were lost."""
         return f"{self._key_prefix(key_id)}:generation"
 
     def _scrub(self, text: str) -> str:
@@ -320,45 +342,35 @@ class RedisLimiter(SharedLimiter):
 
     async def _admit(
         self,
-        budget: Budget,
-        limit: RateLimit,
-        cap: int,
+        budgets: Sequence[Budget],
+        limits: Sequence[RateLimit],
+        caps: Sequence[int],
         timeout: float,
         nonce_clock: Callable[[], int] | None,
-    ) -> Admission | Verdict:
-        key_id, scope = budget.key_id, budget.scope
+        nonce_key: str,
+    ) -> Admitted | Verdict:
+        key_id = budgets[0].key_id
         state = self._key_state(key_id)
-        key = self.budget_key(key_id, scope)
-        keys = [
-            key, key + ":pause", self.nonce_key(key_id), self.generation_key(key_id),
-            key + ":window",
-        ]
-        per_us = round(limit.per_seconds * 1_000_000)
+        logs = [self.budget_key(key_id, budget.scope) for budget in budgets]
+        keys = [self.generation_key(key_id), self.nonce_key(key_id, nonce_key)]
         timeout_us = math.ceil(timeout * 1_000_000)
-        ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
         member = self._new_token()
-        grace_us = round(RESEED_GRACE * 1_000_000)
         clock_ms, ceiling_ms = ("", "") if nonce_clock is None else _clock_args(nonce_clock)
-        args = [
-            cap, per_us, timeout_us, member, state.generation, self._new_token(), grace_us,
-            clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, ttl_ms, max(_KEY_TTL_MS, ttl_ms),
+        args: list[Any] = [
+            timeout_us, member, state.generation, self._new_token(),
+            round(RESEED_GRACE * 1_000_000), clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, 0,
             int(state.knows_a_loss()),
         ]
-        task = asyncio.current_task()
-        cancels = task.cancelling() if task is not None else 0
-        try:
-            status, value, extra, generation = await self._run(self._admit_script, keys, args)
-            if task is not None and task.cancelling() > cancels:
-                # Cancelled while Redis answered, and the cancellation got lost on the way (a
-                # library swallowed it): honour it all the same.
-                raise asyncio.CancelledError
-        except asyncio.CancelledError:
-            # The script may have admitted this member before the answer came back: give the
-            # slot back, since no request will use it.
-            self._background(self._remove(key, member))
-            raise
-        status, value, extra = int(status), int(value), int(extra)
-        generation = generation.decode() if isinstance(generation, bytes) else str(generation)
+        windows: list[tuple[int, int]] = []
+        for log, limit, cap in zip(logs, limits, caps, strict=True):
+            keys += [log, log + ":pause", log + ":window"]
+            per_us = round(limit.per_seconds * 1_000_000)
+            ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
+            args += [cap, per_us, ttl_ms]
+            windows.append((per_us, ttl_ms))
+        args[8] = max(_KEY_TTL_MS, *(ttl_ms for _, ttl_ms in windows))
+        answer = await self._run_admit(keys, args, logs, member)
+        status, value, extra, generation, blocking = answer
         if status == 0 or status == 2:
             state.offset = value / 1_000_000 - time.monotonic()
             state.seen = time.monotonic()
@@ -368,52 +380,79 @@ class RedisLimiter(SharedLimiter):
         if status == 1 or status == 3:
             state.seen = time.monotonic()
             # 3: the nonce counter is too far ahead of the clock given.
-            return Verdict(value / 1_000_000, bool(extra), status == 3)
-        state.per[scope] = per_us
-        state.ttl_ms[scope] = ttl_ms
-        state.anchors.setdefault(scope, {})[member] = value + timeout_us
+            return Verdict(value / 1_000_000, bool(extra), status == 3, blocking)
+        for budget, (per_us, ttl_ms) in zip(budgets, windows, strict=True):
+            state.per[budget.scope] = per_us
+            state.ttl_ms[budget.scope] = ttl_ms
+            state.anchors.setdefault(budget.scope, {})[member] = value + timeout_us
         nonce: int | None = None
         if nonce_clock is not None:
-            nonce = state.last_nonce = extra
-            state.nonce_clock = nonce_clock
+            nonce = state.last_nonce[nonce_key] = extra
+            state.nonce_clock[nonce_key] = nonce_clock
         self._watch()
-        return Admission(
-            key_id, scope, limit, 0.0, (value + timeout_us) / 1_000_000, Entry(budget, member),
-            nonce,
-        )
+        return Admitted((value + timeout_us) / 1_000_000, member, nonce)
+
+    async def _run_admit(
+        self, keys: list[str], args: list[Any], logs: list[str], member: str
+    ) -> tuple[int, int, int, str, int]:
+        """Run the admit script: its answer, decoded."""
+        task = asyncio.current_task()
+        cancels = task.cancelling() if task is not None else 0
+        try:
+            status, value, extra, generation, blocking = await self._run(
+                self._admit_script, keys, args
+            )
+            if task is not None and task.cancelling() > cancels:
+                # Cancelled while Redis answered, and the cancellation got lost on the way (a
+                # library swallowed it): honour it all the same.
+                raise asyncio.CancelledError
+        except asyncio.CancelledError:
+            # The script may have admitted this member before the answer came back: give the
+            # slot back in every budget, since no request will use it.
+            self._background(self._remove(logs, member))
+            raise
+        generation = generation.decode() if isinstance(generation, bytes) else str(generation)
+        return int(status), int(value), int(extra), generation, int(blocking)
 
     async def redraw_nonce(
         self, admission: Admission, nonce_clock: Callable[[], int]
     ) -> int | None:
         """A new nonce for an admitted request whose nonce grew too old while it waited (for
-        a connection); None when none can be drawn now (the counter is too far ahead, or the
-        store lost its data)."""
+        a connection), from its API key's counter; None when none can be drawn now (the counter
+        is too far ahead, or the store lost its data)."""
         key_id = admission.key_id
+        entry = admission.token
+        nonce_key = entry.nonce_key if isinstance(entry, Entry) else key_id
         state = self._key_state(key_id)
         clock_ms, ceiling_ms = _clock_args(nonce_clock)
         status, value = await self._run(
             self._draw_script,
-            [self.generation_key(key_id), self.nonce_key(key_id)],
+            [self.generation_key(key_id), self.nonce_key(key_id, nonce_key)],
             [state.generation, clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, _KEY_TTL_MS],
         )
         if int(status) != 0:
             return None
-        nonce = state.last_nonce = int(value)
-        state.nonce_clock = nonce_clock
+        nonce = state.last_nonce[nonce_key] = int(value)
+        state.nonce_clock[nonce_key] = nonce_clock
         return nonce
 
     async def _reseed(self, state: _KeyState, generation: str) -> None:
-        """Write this process's anchors of ``state``'s key back into ``generation``."""
+        """Write this process's anchors of ``state``'s server back into ``generation``, every
+        budget's, and its nonce counters past every nonce it drew."""
         state.prune()
         scopes = [scope for scope, anchors in state.anchors.items() if anchors]
-        keys = [self.generation_key(state.key_id), self.nonce_key(state.key_id)]
+        # A counter must stay past every nonce this process drew; and when the marker says the
+        # store lost data, past what any process may have drawn (at most the lead ahead).
+        lost = generation.endswith("/1")
+        floors = {
+            nonce_key: max(last, int(state.nonce_clock[nonce_key]()) + MAX_NONCE_LEAD_MS)
+            if lost else last
+            for nonce_key, last in state.last_nonce.items()
+        }
+        keys = [self.generation_key(state.key_id)]
+        keys += [self.nonce_key(state.key_id, nonce_key) for nonce_key in floors]
         keys += [self.budget_key(state.key_id, scope) for scope in scopes]
-        # The counter must stay past every nonce this process drew; and when the marker says
-        # the store lost data, past what any process may have drawn (at most the lead ahead).
-        floor = state.last_nonce
-        if generation.endswith("/1") and state.nonce_clock is not None:
-            floor = max(floor or 0, int(state.nonce_clock()) + MAX_NONCE_LEAD_MS)
-        args: list[Any] = [generation, "" if floor is None else floor, _KEY_TTL_MS]
+        args: list[Any] = [generation, len(floors), _KEY_TTL_MS, *floors.values()]
         for scope in scopes:
             anchors = state.anchors[scope]
             args += [state.ttl_ms[scope], len(anchors)]
@@ -464,42 +503,49 @@ class RedisLimiter(SharedLimiter):
         with contextlib.suppress(TransportError):
             await work
 
-    async def _remove(self, key: str, member: str, budget: Budget | None = None) -> None:
-        from redis.exceptions import RedisError
+    async def _remove(
+        self, logs: list[str], member: str, budgets: Sequence[Budget] = ()
+    ) -> None:
+        # On failure the anchors simply expire with the window (``_background`` keeps quiet).
+        try:
+            await self._run(self._forget_script, logs, [member])
+        finally:
+            for budget in budgets:
+                budget.wake_head()
 
-        # On failure the anchor simply expires with the window.
-        calls = self._calls or asyncio.Semaphore(MAX_CONCURRENT_CALLS)
-        self._calls = calls
-        with contextlib.suppress(RedisError, OSError):
-            async with asyncio.timeout(self._timeout), calls:
-                await self._redis.zrem(key, member)
-        if budget is not None:
-            budget.wake_head()
-
-    async def _answered(self, admission: Admission, key: str, member: str) -> None:
-        now_us = int(await self._run(self._answered_script, [key], [member]))
-        anchors = self._key_state(admission.key_id).anchors.get(admission.scope, {})
-        if anchors.get(member, -1) > now_us:
-            anchors[member] = now_us
+    async def _answered(self, admission: Admission, logs: list[str], member: str) -> None:
+        now_us = int(await self._run(self._answered_script, logs, [member]))
         entry = admission.token
         assert isinstance(entry, Entry)
-        entry.budget.wake_head()
+        state = self._key_state(admission.key_id)
+        for budget in entry.budgets:
+            anchors = state.anchors.get(budget.scope, {})
+            if anchors.get(member, -1) > now_us:
+                anchors[member] = now_us
+        for budget in entry.budgets:
+            budget.wake_head()
 
-    def _record(self, admission: Admission, outcome: Outcome, pause: float) -> None:
+    def _record(
+        self, admission: Admission, outcome: Outcome, paused: Budget | None, pause: float
+    ) -> None:
         entry = admission.token
         assert isinstance(entry, Entry) and isinstance(entry.ident, str)
         member = entry.ident
-        key = self.budget_key(admission.key_id, admission.scope)
+        key_id = admission.key_id
+        logs = [self.budget_key(key_id, budget.scope) for budget in entry.budgets]
         if outcome is Outcome.NOT_SENT:
-            self._key_state(admission.key_id).anchors.get(admission.scope, {}).pop(member, None)
-            self._background(self._remove(key, member, entry.budget))
+            state = self._key_state(key_id)
+            for budget in entry.budgets:
+                state.anchors.get(budget.scope, {}).pop(member, None)
+            self._background(self._remove(logs, member, entry.budgets))
         elif outcome is not Outcome.NO_ANSWER:
             # It arrived before its answer: that moment is the latest it counts from. Until
-            # Redis has it, the deadline stands (the safe value).
-            self._background(self._answered(admission, key, member))
-            if pause > 0:
+            # Redis has it, the deadlines stand (the safe value).
+            self._background(self._answered(admission, logs, member))
+            if paused is not None:
+                pause_key = self.budget_key(key_id, paused.scope) + ":pause"
                 self._background(
-                    self._run(self._pause_script, [key + ":pause"], [max(1, round(pause * 1000))])
+                    self._run(self._pause_script, [pause_key], [max(1, round(pause * 1000))])
                 )
 
     async def aclose(self) -> None:

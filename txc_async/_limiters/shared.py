@@ -4,26 +4,28 @@ that asks the store until it admits.
 
 A subclass keeps the anchors (the latest moment each request could have reached the server: its
 deadline while in flight, its answer once answered) in its store and implements
-:meth:`SharedLimiter._admit` (one atomic look at the store) and :meth:`SharedLimiter._record`.
+:meth:`SharedLimiter._admit` (one atomic look at the store, across every budget a request draws
+on) and :meth:`SharedLimiter._record`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random as _random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
 from .._time.nonces import known_ceiling
-from .backoff import RefusalState
-from .base import Admission, BaseLimiter, Outcome, RateLimit
+from .backoff import RefusalState, blamed_group
+from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 from .memory import FifoTurns, _wake, sleep_unless_woken
 
-__all__ = ["IN_FLIGHT_RECHECK", "Budget", "Entry", "SharedLimiter", "Verdict"]
+__all__ = ["IN_FLIGHT_RECHECK", "Admitted", "Budget", "Entry", "SharedLimiter", "Verdict"]
 
-#: While the budget is full of requests still in flight (in this process or another), the head
+#: While a budget is full of requests still in flight (in this process or another), the head
 #: waiter asks the store again after at most this many seconds: another process's answer may
 #: have freed the budget, and only the store knows. An answer in this process wakes it at once.
 IN_FLIGHT_RECHECK = 0.05
@@ -31,12 +33,23 @@ IN_FLIGHT_RECHECK = 0.05
 
 class Verdict(NamedTuple):
     """The store's answer when it did not admit: how long to wait, whether requests in flight
-    (whose answers may come sooner) are what blocks, and whether the key's nonce counter is (it
-    is too far ahead of the clock this process gave)."""
+    (whose answers may come sooner) are what blocks, whether the API key's nonce counter is (it
+    is too far ahead of the clock this process gave), and which of the request's budgets blocks
+    (0: its scope's, or its nonce counter; ``i``: its ``i``-th group's)."""
 
     wait: float
     in_flight: bool
     nonce: bool = False
+    budget: int = 0
+
+
+class Admitted(NamedTuple):
+    """The store's answer when it admitted: the deadline (on the store's clock), the store's
+    name for the request's anchors, and the nonce drawn (None when none was asked for)."""
+
+    deadline: float
+    ident: object
+    nonce: int | None
 
 
 class Budget:
@@ -46,6 +59,7 @@ class Budget:
 
     def __init__(self, key_id: str, scope: str) -> None:
         self.key_id = key_id
+        #: The scope's name, or the group's.
         self.scope = scope
         self.turns = FifoTurns()
         self.lock = self.turns.lock
@@ -59,13 +73,44 @@ class Budget:
 
 
 class Entry:
-    """The token of an admission: its budget and the store's name for its anchor."""
+    """The token of an admission: its budgets (its scope's first, then its groups'), the store's
+    name for its anchors, and the API key whose nonce counter it draws from."""
 
-    __slots__ = ("budget", "ident")
+    __slots__ = ("budgets", "ident", "nonce_key")
 
-    def __init__(self, budget: Budget, ident: object) -> None:
-        self.budget = budget
+    def __init__(self, budgets: tuple[Budget, ...], ident: object, nonce_key: str) -> None:
+        self.budgets = budgets
         self.ident = ident
+        self.nonce_key = nonce_key
+
+
+class _Request:
+    """One call of :meth:`SharedLimiter.acquire`: what it asks the store for, on every try."""
+
+    __slots__ = (
+        "asked_the_server", "budgets", "groups", "key_id", "limits", "nonce_clock", "nonce_key",
+        "scope", "timeout",
+    )
+
+    def __init__(
+        self, key_id: str, scope: str, budgets: tuple[Budget, ...], limits: tuple[RateLimit, ...],
+        groups: Groups, timeout: float, nonce_clock: Callable[[], int] | None, nonce_key: str,
+    ) -> None:
+        self.key_id = key_id
+        self.scope = scope
+        self.budgets = budgets
+        self.limits = limits
+        self.groups = groups
+        self.timeout = timeout
+        self.nonce_clock = nonce_clock
+        self.nonce_key = nonce_key
+        # The server's time is asked at most once a call (see ``SharedLimiter._nonce_ahead``).
+        self.asked_the_server = False
+
+
+def _paused_for(budget: Budget, now: float) -> float:
+    """The seconds ``budget``'s local pause still lasts from ``now`` (0 or less: none)."""
+    return budget.refusals.paused_until - now
 
 
 class SharedLimiter(BaseLimiter):
@@ -92,34 +137,42 @@ class SharedLimiter(BaseLimiter):
 
     async def _admit(
         self,
-        budget: Budget,
-        limit: RateLimit,
-        cap: int,
+        budgets: Sequence[Budget],
+        limits: Sequence[RateLimit],
+        caps: Sequence[int],
         timeout: float,
         nonce_clock: Callable[[], int] | None,
-    ) -> Admission | Verdict:
-        """Ask the store once: admit (anchor at the deadline, draw the nonce) or say how long
-        to wait. ``cap`` is the number of requests per window to keep to (a learned limit may
-        be lower than ``limit.max_requests``)."""
+        nonce_key: str,
+    ) -> Admitted | Verdict:
+        """Ask the store once: admit across every one of ``budgets`` at once (an anchor at the
+        deadline in each, the nonce drawn from ``nonce_key``'s counter), or say how long to wait
+        and for which budget; never some budgets and not others. ``caps[i]`` is the number of
+        requests per window ``budgets[i]`` keeps to (a learned limit may be lower than
+        ``limits[i].max_requests``). The scope's budget, first, is looked at first: when it has
+        no room, the verdict is about it."""
         raise NotImplementedError
 
-    def _record(self, admission: Admission, outcome: Outcome, pause: float) -> None:
-        """Tell the store how an admitted request ended (never waits for long)."""
+    def _record(
+        self, admission: Admission, outcome: Outcome, paused: Budget | None, pause: float
+    ) -> None:
+        """Tell the store how an admitted request ended in every budget it drew on, and that
+        ``paused`` (one of them) pauses ``pause`` seconds (never waits for long)."""
         raise NotImplementedError
 
     def try_acquire(
-        self, key_id: str, scope: str, limit: RateLimit, timeout: float
+        self, key_id: str, scope: str, limit: RateLimit, timeout: float, *, groups: Groups = ()
     ) -> Admission | None:
-        """Always None: only the store can tell whether the budget has room."""
+        """Always None: only the store can tell whether the budgets have room."""
         return None
 
     def holds(self, admission: Admission) -> bool:
-        """False when a refusal this process saw paused the admission's budget after it was
-        admitted: the request, not sent yet, must wait for the pause like any."""
+        """False when a refusal this process saw paused one of the admission's budgets after it
+        was admitted: the request, not sent yet, must wait for the pause like any."""
         entry = admission.token
         if not isinstance(entry, Entry):
             return True
-        return entry.budget.refusals.paused_until <= time.monotonic()
+        now = time.monotonic()
+        return all(_paused_for(budget, now) <= 0 for budget in entry.budgets)
 
     async def acquire(
         self,
@@ -128,65 +181,130 @@ class SharedLimiter(BaseLimiter):
         limit: RateLimit,
         timeout: float,
         nonce_clock: Callable[[], int] | None = None,
+        *,
+        groups: Groups = (),
+        nonce_key: str | None = None,
     ) -> Admission:
-        """Wait for the budget (first come, first served within the process), then count the
-        request in flight until ``timeout`` seconds from now. With ``nonce_clock`` (milliseconds
-        on the server-aligned clock) the admission carries a nonce from the key's shared
-        counter; without it, no nonce."""
-        budget = self._budget(key_id, scope)
-        ticket = await budget.turns.enter()
-        asked_the_server = False
+        """Wait for the scope's budget and the ``groups``' (first come, first served within the
+        process), then count the request in flight in every one of them until ``timeout``
+        seconds from now. With ``nonce_clock`` (milliseconds on the server-aligned clock) the
+        admission carries a nonce from the counter of ``nonce_key`` (the API key; ``key_id``
+        when not given); without it, no nonce.
+
+        A request waits as the head of its scope's queue until its scope has room (as far as
+        this process knows: no local pause), and only then joins its groups' queues and asks
+        the store; told that its scope has no room after all, it leaves them again, so a request
+        held by its own scope never holds up the other operations of its groups."""
+        own = self._budget(key_id, scope)
+        if groups:
+            budgets = (own, *(self._budget(key_id, name) for name, _ in groups))
+            limits = (limit, *(group for _, group in groups))
+        else:
+            budgets, limits = (own,), (limit,)
+        request = _Request(key_id, scope, budgets, limits, groups, timeout, nonce_clock,
+                           key_id if nonce_key is None else nonce_key)
+        ticket = await own.turns.enter()
         try:
             while True:
-                refusals = budget.refusals
-                now = time.monotonic()
-                with budget.lock:
-                    local_wait = refusals.paused_until - now
-                    cap = refusals.cap(limit, now)
-                if local_wait > 0:
-                    await self._sleep(local_wait)
+                pause = _paused_for(own, time.monotonic())
+                if pause > 0:
+                    await self._sleep(pause)
                     continue
-                # Read before the store is asked: the store's deadline is later than this
-                # moment plus ``timeout``, so the transport's deadline never outlives it.
-                asked = time.monotonic()
-                verdict = await self._admit(budget, limit, cap, timeout, nonce_clock)
+                verdict = await (self._ask_with_groups(request) if groups else self._ask(request))
                 if isinstance(verdict, Admission):
-                    verdict.admitted = asked
-                    verdict.local_deadline = asked + timeout
                     return verdict
-                if verdict.wait <= 0:
-                    continue
-                if verdict.nonce and nonce_clock is not None and not asked_the_server:
-                    # The counter is ahead of this process's clock, which no answer has
-                    # bounded yet: it cannot tell a counter of another process's burst from
-                    # one a clock running fast left, nor bring the latter back. Ask the
-                    # server's time once (an unsigned request) and draw again.
-                    learn = getattr(nonce_clock, "learn", None)
-                    if learn is not None and known_ceiling(nonce_clock) is None:
-                        asked_the_server = True
-                        try:
-                            # Never longer than the wait it could spare.
-                            async with asyncio.timeout(verdict.wait):
-                                asked = await learn(timeout)
-                        except TimeoutError:
-                            asked = True  # the wait is over meanwhile
-                        if asked:
-                            continue
-                if not verdict.in_flight:
-                    await self._sleep(verdict.wait)
-                    continue
-                loop = asyncio.get_running_loop()
-                woken: asyncio.Future[None] = loop.create_future()
-                with budget.lock:
-                    budget.wake = woken
-                try:
-                    await self._sleep_unless_woken(min(verdict.wait, IN_FLIGHT_RECHECK), woken)
-                finally:
-                    with budget.lock:
-                        if budget.wake is woken:
-                            budget.wake = None
+                await self._wait(request, verdict)
         finally:
-            budget.turns.leave(ticket)
+            own.turns.leave(ticket)
+
+    async def _ask_with_groups(self, request: _Request) -> Admission | Verdict:
+        """Join the groups' queues, wait to be the head of each, and ask the store until it
+        admits or says the scope (or the key's nonce counter) blocks: that verdict is returned,
+        the groups' turns given back."""
+        entered: list[tuple[Budget, asyncio.Future[None]]] = []
+        try:
+            for budget in request.budgets[1:]:
+                entered.append((budget, await budget.turns.enter()))
+            while True:
+                now = time.monotonic()
+                own_pause = _paused_for(request.budgets[0], now)
+                if own_pause > 0:  # a refusal paused the scope meanwhile
+                    return Verdict(own_pause, False)
+                pause = max(_paused_for(budget, now) for budget in request.budgets[1:])
+                if pause > 0:
+                    await self._sleep(pause)
+                    continue
+                verdict = await self._ask(request)
+                if isinstance(verdict, Admission) or verdict.budget == 0:
+                    return verdict
+                await self._wait(request, verdict)
+        finally:
+            for budget, ticket in entered:
+                budget.turns.leave(ticket)
+
+    async def _ask(self, request: _Request) -> Admission | Verdict:
+        """Ask the store once to admit the request across all its budgets."""
+        now = time.monotonic()
+        caps = []
+        for budget, limit in zip(request.budgets, request.limits, strict=True):
+            with budget.lock:
+                caps.append(budget.refusals.cap(limit, now))
+        # Read before the store is asked: the store's deadline is later than this moment plus
+        # ``timeout``, so the transport's deadline never outlives it.
+        asked = time.monotonic()
+        answer = await self._admit(
+            request.budgets, request.limits, caps, request.timeout, request.nonce_clock,
+            request.nonce_key,
+        )
+        if isinstance(answer, Verdict):
+            return answer
+        return Admission(
+            request.key_id, request.scope, request.limits[0], asked, answer.deadline,
+            Entry(request.budgets, answer.ident, request.nonce_key), answer.nonce,
+            asked + request.timeout, request.groups,
+        )
+
+    async def _wait(self, request: _Request, verdict: Verdict) -> None:
+        """Wait as the store's ``verdict`` says, for the budget it names: until its requests in
+        flight are answered (in this process, which wakes the waiter, or in another, which only
+        the store knows: asked again every :data:`IN_FLIGHT_RECHECK`), else for its wait."""
+        if verdict.wait <= 0:
+            return
+        if verdict.nonce and await self._nonce_ahead(request, verdict.wait):
+            return
+        if not verdict.in_flight:
+            await self._sleep(verdict.wait)
+            return
+        budget = request.budgets[verdict.budget]
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with budget.lock:
+            budget.wake = woken
+        try:
+            await self._sleep_unless_woken(min(verdict.wait, IN_FLIGHT_RECHECK), woken)
+        finally:
+            with budget.lock:
+                if budget.wake is woken:
+                    budget.wake = None
+
+    async def _nonce_ahead(self, request: _Request, wait: float) -> bool:
+        """The key's counter is ahead of this process's clock, which no answer has bounded
+        yet: it cannot tell a counter of another process's burst from one a clock running fast
+        left, nor bring the latter back. Ask the server's time once (an unsigned request);
+        whether the store is worth asking again at once."""
+        nonce_clock = request.nonce_clock
+        if nonce_clock is None or request.asked_the_server:
+            return False
+        learn = getattr(nonce_clock, "learn", None)
+        if learn is None or known_ceiling(nonce_clock) is not None:
+            return False
+        request.asked_the_server = True
+        try:
+            # Never longer than the wait it could spare.
+            async with asyncio.timeout(wait):
+                learned: bool = await learn(request.timeout)
+        except TimeoutError:
+            return True  # the wait is over meanwhile
+        return learned
 
     async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
         await sleep_unless_woken(self._sleep, wait, woken)
@@ -194,23 +312,56 @@ class SharedLimiter(BaseLimiter):
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        """Record how an admitted request ended: the store's anchor moves to the answer (in the
-        background; until then the deadline stands), and a rate-limit refusal pauses the budget
-        for every process sharing it. Returns the pause in seconds (0 unless rate-limited)."""
+        """Record how an admitted request ended in every budget it drew on: the store's anchors
+        move to the answer (in the background; until then the deadlines stand), and a
+        rate-limit refusal pauses the budget it is blamed on (see
+        :func:`txc_async._limiters.backoff.blamed_group`) for every process sharing it. Returns
+        the pause in seconds (0 unless rate-limited)."""
         entry = admission.token
         assert isinstance(entry, Entry)
-        budget = entry.budget
+        budgets = entry.budgets
         now = time.monotonic()
-        pause = 0.0
-        with budget.lock:
+        if len(budgets) == 1:
+            target: Budget | None = budgets[0]
+            limit = admission.limit
             if outcome is Outcome.ANSWERED:
-                budget.refusals.on_accepted(admission.admitted, now, admission.limit)
-            elif outcome is Outcome.RATE_LIMITED:
-                pause = budget.refusals.on_refused(
-                    admission.admitted, now, admission.limit, retry_after, self._random
+                with budgets[0].lock:
+                    budgets[0].refusals.on_accepted(admission.admitted, now, limit)
+        else:
+            target, limit = self._accepted_by_all(admission, entry, outcome, now)
+        pause = 0.0
+        if outcome is Outcome.RATE_LIMITED and target is not None:
+            with target.lock:
+                pause = target.refusals.on_refused(
+                    admission.admitted, now, limit, retry_after, self._random
                 )
-        self._record(admission, outcome, pause)
+        self._record(admission, outcome, target if pause > 0 else None, pause)
         return pause
+
+    def _accepted_by_all(
+        self, admission: Admission, entry: Entry, outcome: Outcome, now: float
+    ) -> tuple[Budget | None, RateLimit]:
+        """For a request that drew on groups too: an answer counts as accepted in every budget
+        (and as its operation's traffic in each); for a refusal, the budget it is blamed on and
+        that budget's limit."""
+        limits = [admission.limit, *(limit for _, limit in admission.groups)]
+        budgets = entry.budgets
+        if outcome is Outcome.ANSWERED:
+            for budget, limit in zip(budgets, limits, strict=True):
+                with budget.lock:
+                    budget.refusals.on_accepted(admission.admitted, now, limit)
+                    budget.refusals.answered_by_scope[admission.scope] = now
+            return None, admission.limit
+        if outcome is not Outcome.RATE_LIMITED:
+            return None, admission.limit
+        groups = list(zip(budgets[1:], limits[1:], strict=True))
+        with contextlib.ExitStack() as locks:
+            for budget, _ in groups:
+                locks.enter_context(budget.lock)
+            blamed = blamed_group(
+                admission.scope, [(budget.refusals, limit) for budget, limit in groups], now
+            )
+        return (budgets[0], limits[0]) if blamed is None else groups[blamed]
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
         """``limit``, or the lower limit this process learned from the server's refusals."""

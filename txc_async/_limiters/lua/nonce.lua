@@ -1,7 +1,7 @@
--- The key's next nonce from its counter (KEYS[counter]), on the clock given (ARGV[clock], ms on
--- the server-aligned clock; '' for no nonce), at most ARGV[lead] ms ahead of it; ARGV[ceiling] is
--- the highest nonce the service can have accepted ('' when unknown), ARGV[ttl] the counter's time
--- to live (ms). Sets `nonce` (-1 for none), or `ahead`, the ms the counter is past the lead.
+-- The API key's next nonce from its counter (KEYS[counter]), on the clock given (ARGV[clock], ms
+-- on the server-aligned clock; '' for no nonce), at most ARGV[lead] ms ahead of it;
+-- ARGV[ceiling] is the highest nonce the service can have accepted ('' when unknown), ARGV[ttl]
+-- the counter's time to live (ms). Sets `nonce` (-1 for none), or `ahead`, the ms the counter is past the lead.
 local nonce = -1
 local ahead = 0
 if ARGV[{clock}] ~= '' then
