@@ -116,6 +116,8 @@ def _paused_for(budget: Budget, now: float) -> float:
 class SharedLimiter(BaseLimiter):
     """The process-side half of a limiter whose budgets live in a store shared by processes."""
 
+    takes_groups = True
+
     def __init__(
         self,
         *,
