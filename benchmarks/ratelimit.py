@@ -17,7 +17,9 @@ any window against its limit, its refusals, the client's backoff steps and the e
 
 A second part sends from separate processes through InProcessLimiter, SQLiteLimiter and
 RedisLimiter: the restart case (a sender killed and another started at once on the same budget)
-and a burst from two processes at once; ``--shared-only`` runs it alone.
+and a burst from two processes at once; ``--shared-only`` runs it (and the third) alone. A third
+part sends two operations from two API keys that share one group budget, through each backend:
+the group's peak and efficiency at the server, and the admission cost with a group.
 
     python benchmarks/ratelimit.py [--quick] [--shared-only]
 """
@@ -613,6 +615,87 @@ async def shared_main(quick: bool) -> list[tuple[str, Result]]:
     return rows
 
 
+# -- a group shared by two operations and two API keys, through every backend ------------------
+
+
+async def group_burst(server: ArrivalServerProcess, name: str, spec: str, budget: str,
+                      group: RateLimit, count: int) -> Result:
+    """``count`` requests of two operations (each allowed as many as the whole group) from two
+    API keys at once, all drawing on one group: the server's arrivals of the group."""
+    hit = server.hit_url(budget)
+    group_flag = f"--group=g:{group.max_requests}:{group.per_seconds:g}"
+    if spec == "memory:":
+        # One process: the in-process limiter is not shared between processes.
+        limiter = InProcessLimiter()
+        groups = (("g", group),)
+
+        def acquire(scope: str) -> Callable[[], Awaitable[object]]:
+            return lambda: limiter.acquire("server", scope, group, TIMEOUT, groups=groups)
+
+        await asyncio.gather(*(
+            fire(hit, acquire(scope), count // 2, seed, settle=answered(limiter))
+            for seed, scope in enumerate(("a", "b"))
+        ))
+    else:
+        senders = [
+            await _sender(spec, hit, count // 2, group, seed, "--wait-go", f"--scope={scope}",
+                          group_flag, f"--key=key-{scope}")
+            for seed, scope in enumerate(("a", "b"))
+        ]
+        for sender in senders:
+            await _until(sender, b"ready")
+        for sender in senders:
+            assert sender.stdin is not None
+            sender.stdin.write(b"go\n")
+            await sender.stdin.drain()
+        await _finish(senders)
+    return Result(name, group, await server.arrivals(budget))
+
+
+async def group_main(quick: bool) -> list[tuple[str, Result]]:
+    """The group's efficiency through each backend, at 1 s windows (and 10 s ones), and what
+    an admission costs with a group beside one without."""
+    import tempfile
+
+    windows = [RateLimit(100, 1.0)] if quick else [RateLimit(200, 1.0), RateLimit(200, 10.0)]
+    rows: list[tuple[str, Result]] = []
+    with tempfile.TemporaryDirectory(prefix="txc-bench-") as folder:
+        backends = [("InProcessLimiter", "memory:"),
+                    ("SQLiteLimiter", f"sqlite:{folder}/groups.sqlite")]
+        redis = None
+        if find_redis_server() is not None:
+            redis = RedisServer()
+            redis.start()
+            backends.append(("RedisLimiter", f"redis:{redis.url}:group{os.getpid()}"))
+        try:
+            async with ArrivalServerProcess() as server:
+                for group in windows:
+                    for name, spec in backends:
+                        label = f"group {group.max_requests} per {group.per_seconds:g} s"
+                        rows.append((label, await group_burst(
+                            server, name, spec, f"group-{name}-{group.per_seconds:g}", group,
+                            4 * group.max_requests,
+                        )))
+        finally:
+            if redis is not None:
+                redis.stop()
+    print("two operations from two API keys, each allowed the whole group, drawing on one group "
+          "at once (two sender processes for the shared backends)")
+    print_shared(rows)
+    rounds = 20_000 if quick else 100_000
+    roomy = RateLimit(10**9, 1)
+    fast = InProcessLimiter()
+    alone = await admission_cost(lambda: fast.acquire("k", "s", roomy, TIMEOUT), rounds,
+                                 answered(fast))
+    grouped = await admission_cost(
+        lambda: fast.acquire("k", "s", roomy, TIMEOUT, groups=(("g", roomy),)), rounds,
+        answered(fast),
+    )
+    print(f"admission with budget to spare, InProcessLimiter: {alone:.2f} µs alone, "
+          f"{grouped:.2f} µs with a group ({grouped / alone:.2f}x)")
+    return rows
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         redis_url, namespace, hit_url, count, n, w, seed = sys.argv[2:9]
@@ -629,4 +712,5 @@ if __name__ == "__main__":
         if not arguments.shared_only:
             asyncio.run(main(arguments.quick))
         asyncio.run(shared_main(arguments.quick))
+        asyncio.run(group_main(arguments.quick))
         print(f"benchmark time: {time.monotonic() - began:.0f} s")

@@ -218,12 +218,14 @@ async def test_a_client_keys_its_budgets_by_a_hash_never_the_api_key(
     # The nonce counter too (its API key's id after ``nonce:``): the client draws signed
     # requests' nonces from it; and each budget's longest window.
     names = [k.split(":", 2)[2] for k in keys]
+    # The balance draws on its group's budget too.
     assert [name.partition(":")[0] if name.startswith("nonce:") else name for name in names] == [
-        "generation", "main_balance", "main_balance:window", "nonce", "public", "public:window"
+        "generation", "main_account", "main_account:window", "main_balance",
+        "main_balance:window", "nonce", "public", "public:window",
     ]
     for key in keys:
         assert box.api_key not in key and box.api_secret not in key
-    assert len({k.split(":")[1] for k in keys}) == 1  # one key id for every scope
+    assert len({k.split(":")[1] for k in keys}) == 1  # one server id for every budget
     for key in ("main_balance", "public"):
         budget = next(k for k in keys if k.endswith(key))
         ((_, score),) = await store.zrange(budget, 0, -1, withscores=True)

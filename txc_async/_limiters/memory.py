@@ -431,7 +431,21 @@ class InProcessLimiter(BaseLimiter):
         self, key_id: str, scope: str, limit: RateLimit, timeout: float, groups: Groups
     ) -> Admission | None:
         """:meth:`try_acquire` of a request that draws on its groups' budgets too."""
-        budgets = [self._budgets.get((key_id, name)) or self._budget(key_id, name)
+        known = self._budgets
+        if len(groups) == 1:
+            # Every operation has one group: its two locks taken without a stack of them.
+            ((name, group),) = groups
+            own = known.get((key_id, scope)) or self._budget(key_id, scope)
+            shared = known.get((key_id, name)) or self._budget(key_id, name)
+            first, second = (own, shared) if id(own) < id(shared) else (shared, own)
+            with first.lock, second.lock:
+                if own.turns._waiters or shared.turns._waiters or own.dropped or shared.dropped:
+                    return None  # someone waits: no jumping the queue (or a sweep is under way)
+                now = self._clock()
+                if own.room(limit, now) > 0 or shared.room(group, now) > 0:
+                    return None
+                return self._put_all(key_id, scope, limit, timeout, groups, [own, shared], now)
+        budgets = [known.get((key_id, name)) or self._budget(key_id, name)
                    for name in (scope, *(name for name, _ in groups))]
         limits = [limit, *(group for _, group in groups)]
         with contextlib.ExitStack() as locks:
@@ -545,7 +559,7 @@ class InProcessLimiter(BaseLimiter):
     ) -> float:
         """:meth:`settle` for a request that drew on its groups' budgets too."""
         admission.token = None
-        limits = [admission.limit, *(limit for _, limit in admission.groups)]
+        limits = (admission.limit, *[limit for _, limit in admission.groups])
         now = self._clock()
         wakes: list[asyncio.Future[None]] = []
         for budget, limit in zip(drawn, limits, strict=True):
