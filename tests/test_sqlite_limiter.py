@@ -145,3 +145,32 @@ def test_the_limiter_is_public_and_checks_its_arguments(tmp_path: Path) -> None:
     assert repr(limiter) == f"SQLiteLimiter({str(tmp_path / 'y.sqlite')!r})"
     asyncio.run(limiter.aclose())
     assert os.path.exists(tmp_path / "y.sqlite")
+
+
+OPEN_AT = """
+import sys, time
+from txc_async import SQLiteLimiter
+at = float(sys.argv[2])
+while time.time() < at:
+    pass
+SQLiteLimiter(sys.argv[1])
+print("opened")
+"""
+
+
+def test_processes_opening_a_new_file_at_the_same_moment_all_open_it(tmp_path: Path) -> None:
+    """Backfills started together on one machine: each opens the new file (switching it to WAL
+    may find it locked by the other; the limiter waits its busy timeout, as for any statement)."""
+    import subprocess
+    import sys
+
+    for attempt in range(8):
+        path = tmp_path / f"limits-{attempt}.sqlite"
+        at = time.time() + 0.5
+        runs = [
+            subprocess.Popen([sys.executable, "-c", OPEN_AT, str(path), str(at)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)
+        ]
+        outputs = [run.communicate(timeout=30) for run in runs]
+        assert [out for out, _ in outputs] == ["opened\n"] * 3, [err for _, err in outputs]

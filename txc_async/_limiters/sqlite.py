@@ -73,6 +73,24 @@ CREATE TABLE IF NOT EXISTS nonces (
 """
 
 
+def _set_up(db: sqlite3.Connection, busy_timeout: float) -> None:
+    """Put a new connection's file in WAL mode and create the tables, retried for up to
+    ``busy_timeout`` seconds: two processes that open a new file at the same moment (backfills
+    started together) may find it locked, and switching a file to WAL answers "database is
+    locked" at once rather than waiting as the busy timeout makes other statements wait."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)
+
+
 class SQLiteLimiter(SharedLimiter):
     """A :class:`txc_async.Limiter` whose budgets live in one SQLite file, shared by every
     process of one machine that opens the same ``path``.
@@ -117,10 +135,7 @@ class SQLiteLimiter(SharedLimiter):
                 str(path), timeout=float(busy_timeout), isolation_level=None,
                 check_same_thread=False,
             )
-            db = self._db
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
+            _set_up(self._db, float(busy_timeout))
         except (sqlite3.Error, OSError) as exc:
             raise ValueError(f"path: cannot open {str(path)!r} as a SQLite file: {exc}") from None
 
