@@ -465,8 +465,8 @@ class InProcessLimiter(BaseLimiter):
         deadline = now + timeout
         for budget in budgets:
             budget.put(deadline)
-        admission = Admission(key_id, scope, limit, now, deadline, _Drawn(budgets),
-                              groups=groups)
+        admission = Admission(key_id, scope, limit, now, deadline, _Drawn(budgets), None, None,
+                              groups)
         if self._clock is not time.monotonic:
             admission.local_deadline = time.monotonic() + timeout
         return admission
@@ -562,12 +562,14 @@ class InProcessLimiter(BaseLimiter):
         limits = (admission.limit, *[limit for _, limit in admission.groups])
         now = self._clock()
         wakes: list[asyncio.Future[None]] = []
-        for budget, limit in zip(drawn, limits, strict=True):
+        for index, budget in enumerate(drawn):
             with budget.lock:
                 budget.release(admission.deadline, outcome, now)
                 if outcome is _ANSWERED:
-                    budget.refusals.on_accepted(admission.admitted, now, limit)
-                    budget.refusals.answered_by_scope[admission.scope] = now
+                    refusals = budget.refusals
+                    refusals.on_accepted(admission.admitted, now, limits[index])
+                    if index:  # a group's: which operations it served, for blaming refusals
+                        refusals.answered_by_scope[admission.scope] = now
                 if budget.wake is not None:
                     wakes.append(budget.wake)
                     budget.wake = None
