@@ -395,24 +395,20 @@ async def test_iter_mining_rewards_exactly_once_past_the_offset_bound(
     assert [r.date for r in got] == sorted((r.date for r in got), reverse=True)
 
 
+@pytest.mark.parametrize(
+    ("count", "requests"),
+    # Two pages, then one request for the check (nothing was booked meanwhile); or one short
+    # answer that held the whole range at once, which leaves nothing for a check to find.
+    [(150, 3), (40, 1)],
+    ids=["two-pages-and-the-check", "one-page"],
+)
 async def test_iter_mining_rewards_stops_on_a_short_page(
-    mocked: aioresponses, client: txc_async.Client
+    mocked: aioresponses, client: txc_async.Client, count: int, requests: int
 ) -> None:
-    serve_rewards(mocked, [reward(1704067200 + d * 86400) for d in range(150)])
+    serve_rewards(mocked, [reward(1704067200 + d * 86400) for d in range(count)])
     got = [r async for r in client.iter_mining_rewards(account="acc_1", end=1735689599)]
-    assert len(got) == 150
-    # Two pages, then one request for the check (nothing was booked meanwhile).
-    assert len(requests_to(mocked, REWARDS_PATH)) == 3
-
-
-async def test_iter_mining_rewards_of_one_page_takes_one_request(
-    mocked: aioresponses, client: txc_async.Client
-) -> None:
-    # One short answer held the whole range at once: there is nothing for a check to find.
-    serve_rewards(mocked, [reward(1704067200 + d * 86400) for d in range(40)])
-    got = [r async for r in client.iter_mining_rewards(account="acc_1", end=1735689599)]
-    assert len(got) == 40
-    assert len(requests_to(mocked, REWARDS_PATH)) == 1
+    assert len(got) == count
+    assert len(requests_to(mocked, REWARDS_PATH)) == requests
 
 
 # -- refused input -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from txc_async._transports.base import RawResponse
 from txc_async._transports.mock import MockRequest
 from txc_async.sandbox import Sandbox
 
+from .test_answers import ORDER_ARGS
 from .test_properties import MemoryTransport
 
 KEY = "chain-key-Q7x9ZpL2"
@@ -42,10 +43,6 @@ SECRET = "chain-secret-W4m8Rk1Vt6"
 ORDER = "/api/v4/order/collateral/stop-limit"
 BALANCE = "/api/v4/main-account/balance"
 OAUTH = "/oauth2/refresh_token"
-ORDER_ARGS: dict[str, Any] = {
-    "market": "BTC_USDT", "side": "buy", "amount": Decimal("0.01"), "price": "40000",
-    "activation_price": "39950",
-}
 NO_RETRY = RetryPolicy(max_retries=0, max_rate_limit_retries=0, max_nonce_retries=0,
                        backoff_base=0.0, max_retry_after=0.0)
 

@@ -19,6 +19,16 @@ SCALED = {
 CALLS = 150
 
 
+async def balance_and_investments(client: txc_async.Client, each: int) -> float:
+    """``each`` balance and ``each`` investments calls at once: the seconds they took."""
+    began = time.monotonic()
+    await asyncio.gather(
+        *(client.main_balance() for _ in range(each)),
+        *(client.investments_history(limit=1) for _ in range(each)),
+    )
+    return time.monotonic() - began
+
+
 def client_for(box: Sandbox, key: str, secret: str, limiter: txc_async.Limiter,
                limits: dict[str, RateLimit]) -> txc_async.Client:
     return txc_async.Client(
@@ -47,12 +57,7 @@ async def test_balance_and_investments_at_once_are_never_refused() -> None:
     async with Sandbox(rate_limits=SCALED) as box, client_for(
         box, box.api_key, box.api_secret, txc_async.InProcessLimiter(), SCALED
     ) as client:
-        began = time.monotonic()
-        await asyncio.gather(
-            *(client.main_balance() for _ in range(CALLS)),
-            *(client.investments_history(limit=1) for _ in range(CALLS)),
-        )
-        took = time.monotonic() - began
+        took = await balance_and_investments(client, CALLS)
         assert box.stats.rate_limited == 0
         assert box.stats.max_in_window("main_account", 1.0) <= 100
         assert took < 8.0, took
@@ -66,12 +71,7 @@ async def test_a_group_set_too_high_costs_a_few_refusals_then_runs_at_the_server
     async with Sandbox(rate_limits=SCALED) as box, client_for(
         box, box.api_key, box.api_secret, txc_async.InProcessLimiter(), configured
     ) as client:
-        began = time.monotonic()
-        await asyncio.gather(
-            *(client.main_balance() for _ in range(2 * CALLS)),
-            *(client.investments_history(limit=1) for _ in range(2 * CALLS)),
-        )
-        took = time.monotonic() - began
+        took = await balance_and_investments(client, 2 * CALLS)
         refused = box.stats.rate_limited
         learned = client.rate_limits
         assert 0 < refused <= 200, refused
@@ -80,11 +80,6 @@ async def test_a_group_set_too_high_costs_a_few_refusals_then_runs_at_the_server
         assert learned["investments"] == SCALED["investments"]
         # Afterwards the server's rate: another 600 calls take about six windows, none refused.
         box.stats.reset()
-        began = time.monotonic()
-        await asyncio.gather(
-            *(client.main_balance() for _ in range(2 * CALLS)),
-            *(client.investments_history(limit=1) for _ in range(2 * CALLS)),
-        )
-        again = time.monotonic() - began
+        again = await balance_and_investments(client, 2 * CALLS)
         assert box.stats.rate_limited == 0
         assert again < 12.0, (took, again)

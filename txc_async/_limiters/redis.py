@@ -33,9 +33,9 @@ from .._errors import TransportError
 from .._secrets import mask_text, safe_url, url_secrets
 from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
-from .base import Admission, Outcome, RateLimit
+from .base import Admission, Outcome
 from .scripts import lua_script
-from .shared import Admitted, Budget, Entry, SharedLimiter, Verdict
+from .shared import Admitted, Budget, Entry, Request, SharedLimiter, Verdict
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -340,15 +340,9 @@ class RedisLimiter(SharedLimiter):
     def _new_token(self) -> str:
         return f"{self._member_prefix}{next(self._members)}"
 
-    async def _admit(
-        self,
-        budgets: Sequence[Budget],
-        limits: Sequence[RateLimit],
-        caps: Sequence[int],
-        timeout: float,
-        nonce_clock: Callable[[], int] | None,
-        nonce_key: str,
-    ) -> Admitted | Verdict:
+    async def _admit(self, request: Request, caps: Sequence[int]) -> Admitted | Verdict:
+        budgets, limits, timeout = request.budgets, request.limits, request.timeout
+        nonce_clock, nonce_key = request.nonce_clock, request.nonce_key
         key_id = budgets[0].key_id
         state = self._key_state(key_id)
         logs = [self.budget_key(key_id, budget.scope) for budget in budgets]

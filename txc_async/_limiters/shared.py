@@ -23,7 +23,9 @@ from .backoff import RefusalState, blamed_group
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 from .memory import FifoTurns, _wake, sleep_unless_woken
 
-__all__ = ["IN_FLIGHT_RECHECK", "Admitted", "Budget", "Entry", "SharedLimiter", "Verdict"]
+__all__ = [
+    "IN_FLIGHT_RECHECK", "Admitted", "Budget", "Entry", "Request", "SharedLimiter", "Verdict",
+]
 
 #: While a budget is full of requests still in flight (in this process or another), the head
 #: waiter asks the store again after at most this many seconds: another process's answer may
@@ -84,7 +86,7 @@ class Entry:
         self.nonce_key = nonce_key
 
 
-class _Request:
+class Request:
     """One call of :meth:`SharedLimiter.acquire`: what it asks the store for, on every try."""
 
     __slots__ = (
@@ -137,21 +139,13 @@ class SharedLimiter(BaseLimiter):
                 budget = self._budgets.setdefault(key, Budget(key_id, scope))
         return budget
 
-    async def _admit(
-        self,
-        budgets: Sequence[Budget],
-        limits: Sequence[RateLimit],
-        caps: Sequence[int],
-        timeout: float,
-        nonce_clock: Callable[[], int] | None,
-        nonce_key: str,
-    ) -> Admitted | Verdict:
-        """Ask the store once: admit across every one of ``budgets`` at once (an anchor at the
-        deadline in each, the nonce drawn from ``nonce_key``'s counter), or say how long to wait
-        and for which budget; never some budgets and not others. ``caps[i]`` is the number of
-        requests per window ``budgets[i]`` keeps to (a learned limit may be lower than
-        ``limits[i].max_requests``). The scope's budget, first, is looked at first: when it has
-        no room, the verdict is about it."""
+    async def _admit(self, request: Request, caps: Sequence[int]) -> Admitted | Verdict:
+        """Ask the store once: admit across every one of ``request.budgets`` at once (an anchor
+        at the deadline in each, the nonce drawn from ``request.nonce_key``'s counter when it
+        has a nonce clock), or say how long to wait and for which budget; never some budgets
+        and not others. ``caps[i]`` is the number of requests per window ``budgets[i]`` keeps to
+        (a learned limit may be lower than ``request.limits[i].max_requests``). The scope's
+        budget, first, is looked at first: when it has no room, the verdict is about it."""
         raise NotImplementedError
 
     def _record(
@@ -203,7 +197,7 @@ class SharedLimiter(BaseLimiter):
             limits = (limit, *(group for _, group in groups))
         else:
             budgets, limits = (own,), (limit,)
-        request = _Request(key_id, scope, budgets, limits, groups, timeout, nonce_clock,
+        request = Request(key_id, scope, budgets, limits, groups, timeout, nonce_clock,
                            key_id if nonce_key is None else nonce_key)
         ticket = await own.turns.enter()
         try:
@@ -219,7 +213,7 @@ class SharedLimiter(BaseLimiter):
         finally:
             own.turns.leave(ticket)
 
-    async def _ask_with_groups(self, request: _Request) -> Admission | Verdict:
+    async def _ask_with_groups(self, request: Request) -> Admission | Verdict:
         """Join the groups' queues, wait to be the head of each, and ask the store until it
         admits or says the scope (or the key's nonce counter) blocks: that verdict is returned,
         the groups' turns given back."""
@@ -244,7 +238,7 @@ class SharedLimiter(BaseLimiter):
             for budget, ticket in entered:
                 budget.turns.leave(ticket)
 
-    async def _ask(self, request: _Request) -> Admission | Verdict:
+    async def _ask(self, request: Request) -> Admission | Verdict:
         """Ask the store once to admit the request across all its budgets."""
         now = time.monotonic()
         caps = []
@@ -254,10 +248,7 @@ class SharedLimiter(BaseLimiter):
         # Read before the store is asked: the store's deadline is later than this moment plus
         # ``timeout``, so the transport's deadline never outlives it.
         asked = time.monotonic()
-        answer = await self._admit(
-            request.budgets, request.limits, caps, request.timeout, request.nonce_clock,
-            request.nonce_key,
-        )
+        answer = await self._admit(request, caps)
         if isinstance(answer, Verdict):
             return answer
         return Admission(
@@ -266,7 +257,7 @@ class SharedLimiter(BaseLimiter):
             asked + request.timeout, request.groups,
         )
 
-    async def _wait(self, request: _Request, verdict: Verdict) -> None:
+    async def _wait(self, request: Request, verdict: Verdict) -> None:
         """Wait as the store's ``verdict`` says, for the budget it names: until its requests in
         flight are answered (in this process, which wakes the waiter, or in another, which only
         the store knows: asked again every :data:`IN_FLIGHT_RECHECK`), else for its wait."""
@@ -288,7 +279,7 @@ class SharedLimiter(BaseLimiter):
                 if budget.wake is woken:
                     budget.wake = None
 
-    async def _nonce_ahead(self, request: _Request, wait: float) -> bool:
+    async def _nonce_ahead(self, request: Request, wait: float) -> bool:
         """The key's counter is ahead of this process's clock, which no answer has bounded
         yet: it cannot tell a counter of another process's burst from one a clock running fast
         left, nor bring the latter back. Ask the server's time once (an unsigned request);

@@ -30,8 +30,8 @@ from .._errors import TransportError
 from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .backoff import MAX_PAUSE
-from .base import Admission, Outcome, RateLimit
-from .shared import Admitted, Budget, Entry, SharedLimiter, Verdict
+from .base import Admission, Outcome
+from .shared import Admitted, Budget, Entry, Request, SharedLimiter, Verdict
 
 __all__ = ["SQLiteLimiter"]
 
@@ -155,15 +155,9 @@ class SQLiteLimiter(SharedLimiter):
             may_have_reached_server=False,
         )
 
-    async def _admit(
-        self,
-        budgets: Sequence[Budget],
-        limits: Sequence[RateLimit],
-        caps: Sequence[int],
-        timeout: float,
-        nonce_clock: Callable[[], int] | None,
-        nonce_key: str,
-    ) -> Admitted | Verdict:
+    async def _admit(self, request: Request, caps: Sequence[int]) -> Admitted | Verdict:
+        budgets, limits, timeout = request.budgets, request.limits, request.timeout
+        nonce_clock, nonce_key = request.nonce_clock, request.nonce_key
         key_id = budgets[0].key_id
         with self._transaction() as cursor:
             now = time.time()
