@@ -528,13 +528,9 @@ async def _finish(processes: list[asyncio.subprocess.Process]) -> None:
         raise RuntimeError(f"a sender failed: exit codes {codes}")
 
 
-async def shared_burst(server: ArrivalServerProcess, name: str, spec: str, budget: str,
-                       limit: RateLimit, count: int, processes: int) -> Result:
-    """``count`` requests from ``processes`` sender processes at once, on one budget."""
-    senders = [
-        await _sender(spec, server.hit_url(budget), count // processes, limit, seed, "--wait-go")
-        for seed in range(processes)
-    ]
+async def _all_at_once(senders: list[asyncio.subprocess.Process]) -> None:
+    """Start ``senders`` (waiting with ``--wait-go``) together, once all are ready, and wait
+    for them to finish."""
     for sender in senders:
         await _until(sender, b"ready")
     for sender in senders:
@@ -542,6 +538,15 @@ async def shared_burst(server: ArrivalServerProcess, name: str, spec: str, budge
         sender.stdin.write(b"go\n")
         await sender.stdin.drain()
     await _finish(senders)
+
+
+async def shared_burst(server: ArrivalServerProcess, name: str, spec: str, budget: str,
+                       limit: RateLimit, count: int, processes: int) -> Result:
+    """``count`` requests from ``processes`` sender processes at once, on one budget."""
+    await _all_at_once([
+        await _sender(spec, server.hit_url(budget), count // processes, limit, seed, "--wait-go")
+        for seed in range(processes)
+    ])
     return Result(name, limit, await server.arrivals(budget))
 
 
@@ -637,18 +642,11 @@ async def group_burst(server: ArrivalServerProcess, name: str, spec: str, budget
             for seed, scope in enumerate(("a", "b"))
         ))
     else:
-        senders = [
+        await _all_at_once([
             await _sender(spec, hit, count // 2, group, seed, "--wait-go", f"--scope={scope}",
                           group_flag, f"--key=key-{scope}")
             for seed, scope in enumerate(("a", "b"))
-        ]
-        for sender in senders:
-            await _until(sender, b"ready")
-        for sender in senders:
-            assert sender.stdin is not None
-            sender.stdin.write(b"go\n")
-            await sender.stdin.drain()
-        await _finish(senders)
+        ])
     return Result(name, group, await server.arrivals(budget))
 
 

@@ -36,6 +36,14 @@ def high() -> float:
 # -- the pause ---------------------------------------------------------------------------------
 
 
+
+def four_accepted() -> RefusalState:
+    """A budget's refusal state after four requests answered within 40 ms."""
+    state = RefusalState("public")
+    for i in range(4):
+        state.on_accepted(0.0, 0.01 * (i + 1), LIMIT)
+    return state
+
 def test_the_pause_doubles_from_1_s_to_30_s_with_up_to_25_percent_of_jitter() -> None:
     assert (MIN_PAUSE, MAX_PAUSE) == (1.0, 30.0)
     assert [backoff_pause(n, None, low) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
@@ -165,9 +173,7 @@ def test_one_burst_through_the_limiter_pauses_the_scope_once() -> None:
 
 
 def test_a_lone_refusal_only_pauses() -> None:
-    state = RefusalState("public")
-    for i in range(4):
-        state.on_accepted(0.0, 0.01 * (i + 1), LIMIT)
+    state = four_accepted()
     state.on_refused(0.0, 0.05, LIMIT, None, low)
     assert state.learned is None and state.effective(LIMIT, 0.06) == LIMIT
 
@@ -176,9 +182,7 @@ def test_a_second_refusal_of_the_burst_sets_the_limit_to_what_the_server_accepte
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="txc_async")
-    state = RefusalState("public")
-    for i in range(4):
-        state.on_accepted(0.0, 0.01 * (i + 1), LIMIT)
+    state = four_accepted()
     for i in range(6):
         state.on_refused(0.0, 0.05 + 0.001 * i, LIMIT, None, low)
     assert state.learned == 4
@@ -246,9 +250,7 @@ def test_a_learned_limit_is_forgotten_an_hour_after_it_was_confirmed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="txc_async")
-    state = RefusalState("public")
-    for i in range(4):
-        state.on_accepted(0.0, 0.01 * (i + 1), LIMIT)
+    state = four_accepted()
     state.on_refused(0.0, 0.05, LIMIT, None, low)
     state.on_refused(0.0, 0.06, LIMIT, None, low)
     assert LEARNED_LIMIT_SECONDS == 3600

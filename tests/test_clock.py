@@ -412,14 +412,17 @@ async def test_the_sandbox_dates_its_answers_and_judges_nonces_on_its_own_clock(
         assert abs(box.server_time() - (time.time() + 3600)) < 1
 
 
+def one_retry_client(box: Sandbox) -> txc_async.Client:
+    """A client of ``box`` that sends a request refused for its nonce once more, no more."""
+    return txc_async.Client(api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+                            retry=RetryPolicy(max_nonce_retries=1))
+
+
 @pytest.mark.parametrize("offset", [7.0, -7.0, 30.0, -30.0])
 async def test_server_clock_off_first_call_succeeds_and_no_later_call_is_refused(
     offset: float,
 ) -> None:
-    async with Sandbox(clock_offset=offset) as box, txc_async.Client(
-        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
-        retry=RetryPolicy(max_nonce_retries=1),
-    ) as client:
+    async with Sandbox(clock_offset=offset) as box, one_retry_client(box) as client:
         assert client.clock_offset == 0.0
         started = time.monotonic()
         await client.main_balance()  # the first call: one refusal at most, inside it
@@ -445,10 +448,7 @@ async def test_a_first_burst_against_an_offset_server_costs_one_refused_attempt_
     # The first signed request goes alone; the others wait for its answer, or for the server's
     # time asked meanwhile (one ping): either corrects the estimate for all of them (the first
     # request is refused once), or finds it right (no refusal).
-    async with Sandbox(clock_offset=offset) as box, txc_async.Client(
-        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
-        retry=RetryPolicy(max_nonce_retries=1),
-    ) as client:
+    async with Sandbox(clock_offset=offset) as box, one_retry_client(box) as client:
         await asyncio.gather(*(client.main_balance() for _ in range(100)))
         assert box.stats.nonce_refused == (1 if offset else 0)
         assert box.stats.received[BALANCE_PATH] == 100 + box.stats.nonce_refused
