@@ -503,3 +503,13 @@ async def test_parquet_from_the_command_line_is_extended_and_read_by_duckdb(
         f"FROM read_parquet('{out}/*.parquet')").fetchall()
     assert rows == distinct == 8 * 60
     assert (first, last) == (1704067200, 1704067200 + 59 * 86400)
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "soon"])
+def test_a_bad_settle_after_is_a_usage_error(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["sandbox", "--settle-after", value])
+    assert caught.value.code == 2
+    assert "--settle-after" in capsys.readouterr().err

@@ -8,6 +8,7 @@ one line why it cannot (argparse prefixes the flag: ``argument --start: ...``, e
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime
@@ -111,6 +112,17 @@ def whole(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def seconds(text: str) -> float:
+    """An argument type: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < math.inf:  # a NaN fails both comparisons
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds, 0 or more")
+    return value
 
 
 def whole_number(text: str) -> int:

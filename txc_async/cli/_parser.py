@@ -264,7 +264,7 @@ def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
         "else 0)",
     )
     sandbox.add_argument(
-        "--settle-after", type=float, default=60.0, metavar="SECONDS",
+        "--settle-after", type=types.seconds, default=60.0, metavar="SECONDS",
         help="a pending reward settles (successful, or canceled) this long after the sandbox "
         "started or booked it",
     )
