@@ -13,6 +13,7 @@ from typing import Any
 
 from .._errors import TxcError
 from .._rewards.walk import WireReward
+from .rowfile import fsync_directory
 
 __all__ = [
     "DECIMAL_TYPE",
@@ -79,14 +80,6 @@ def part_files(directory: Path, job: int | None = None) -> list[Path]:
     """The dataset's part files, or those of one job."""
     pattern = "part-*.parquet" if job is None else f"part-{job:06d}-*.parquet"
     return sorted(directory.glob(pattern))
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class PartWriter:
@@ -156,7 +149,7 @@ class PartWriter:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, final)
-        _fsync_dir(self._dir)
+        fsync_directory(self._dir)
 
     def close(self) -> None:
         """Nothing to close: the rows of a piece that did not finish are dropped, and the piece
