@@ -19,7 +19,7 @@ import pytest
 
 from txc_async import Limiter, Outcome, RateLimit, RedisLimiter, SQLiteLimiter
 from txc_async._time.clock import NONCE_WINDOW_MS, ServerClock
-from txc_async._time.nonces import NonceClock
+from txc_async._time.nonces import BaseNonceClock, NonceClock
 
 from ._arrival_server import ArrivalServer, excess
 from ._clocks import clock_ms
@@ -371,7 +371,7 @@ async def test_limiters_sharing_a_key_draw_distinct_increasing_nonces(
     assert no_nonce.nonce is None
 
 
-class BoundedClock:
+class BoundedClock(BaseNonceClock):
     """A nonce clock that answers have bounded: the server's time is ``offset`` ms from this
     machine's, give or take ``half`` ms (what ``txc_async._time.nonces.NonceClock`` gives)."""
 
@@ -423,7 +423,7 @@ async def test_a_clock_that_bounds_nothing_never_lowers_the_counter(
     assert admission.nonce is not None and admission.nonce > used
 
 
-class AskingClock:
+class AskingClock(BaseNonceClock):
     """A process's clock before any answer: no bound, until it asks the server's time."""
 
     def __init__(self) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
-from .._time.nonces import known_ceiling
+from .._time.nonces import BaseNonceClock, known_ceiling
 from .backoff import RefusalState, blamed_group
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 from .memory import FifoTurns, _wake, sleep_unless_woken
@@ -287,14 +287,13 @@ class SharedLimiter(BaseLimiter):
         nonce_clock = request.nonce_clock
         if nonce_clock is None or request.asked_the_server:
             return False
-        learn = getattr(nonce_clock, "learn", None)
-        if learn is None or known_ceiling(nonce_clock) is not None:
-            return False
+        if not isinstance(nonce_clock, BaseNonceClock) or known_ceiling(nonce_clock) is not None:
+            return False  # a plain function cannot ask; a bounded clock need not
         request.asked_the_server = True
         try:
             # Never longer than the wait it could spare.
             async with asyncio.timeout(wait):
-                learned: bool = await learn(request.timeout)
+                learned = await nonce_clock.learn(request.timeout)
         except TimeoutError:
             return True  # the wait is over meanwhile
         return learned

@@ -15,6 +15,7 @@ from .clock import MAX_NONCE_LEAD_MS, NONCE_WINDOW_MS, ServerClock
 
 __all__ = [
     "MAX_NONCE_LEAD_MS",
+    "BaseNonceClock",
     "NonceClock",
     "NonceSource",
     "key_fingerprint",
@@ -209,7 +210,28 @@ def _forget_passed_floors() -> None:
             del _floors[key]
 
 
-class NonceClock:
+class BaseNonceClock:
+    """A clock a shared limiter draws nonces on, with the abilities it may have declared:
+    called, the server's time now (ms); :meth:`known_ceiling_ms`, the highest nonce the server
+    can have accepted so far (None: not known); :meth:`learn`, asking the server's time. A plain
+    function of no arguments serves as a clock with neither."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        raise NotImplementedError
+
+    def known_ceiling_ms(self) -> int | None:
+        """The highest nonce the server can have accepted so far; None while no answer bounds
+        its clock (the default: never known)."""
+        return None
+
+    async def learn(self, timeout: float) -> bool:
+        """Ask the server its time; True when it answered. The default cannot ask: False."""
+        return False
+
+
+class NonceClock(BaseNonceClock):
     """The clock a shared limiter draws a key's nonces on: called, the server's time now (ms)
     as this process estimates it; :meth:`known_ceiling_ms`, the highest nonce the server can
     have accepted so far, when an answer bounds its clock.
@@ -275,9 +297,11 @@ class NonceClock:
 
 
 def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:
-    """The ceiling a nonce clock knows (see :class:`NonceClock`); None for a plain function."""
-    ceiling = getattr(nonce_clock, "known_ceiling_ms", None)
-    return None if ceiling is None else ceiling()
+    """The ceiling a nonce clock knows (see :class:`BaseNonceClock`); None for a plain
+    function."""
+    if isinstance(nonce_clock, BaseNonceClock):
+        return nonce_clock.known_ceiling_ms()
+    return None
 
 
 def nonce_refusal_error(
