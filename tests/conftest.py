@@ -5,6 +5,7 @@ by its entry point) gives every test fresh estimates of servers' clocks."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aioresponses import aioresponses
 
 import txc_async
@@ -252,3 +254,15 @@ def request_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     elif not DIRECT:
         pytest.skip("this aiohttp's parts cannot make an exchange alone")
     return str(request.param)
+
+
+@contextlib.asynccontextmanager
+async def served(app: web.Application) -> AsyncIterator[str]:
+    """``app`` served on a free port of 127.0.0.1: its base URL, until the block ends."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()

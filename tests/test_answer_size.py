@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
+from .conftest import served
+
 GIB = 1 << 30
 _BLOCK = b" " * 65536
 
@@ -47,13 +49,8 @@ asyncio.run(main())
 async def huge_server() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/{declared}/api/v4/public/ping", _stream_by_path)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with served(app) as url:
+        yield url
 
 
 async def _stream_by_path(request: web.Request) -> web.StreamResponse:

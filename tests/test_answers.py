@@ -33,7 +33,7 @@ from txc_async._operations import (
 from txc_async._transports.base import RawResponse
 from txc_async.sandbox import Sandbox
 
-from .conftest import RecordingLimiter, fast_retry
+from .conftest import RecordingLimiter, fast_retry, served
 from .test_properties import make_client
 
 ORDER_PATH = "/api/v4/order/collateral/stop-limit"
@@ -443,7 +443,7 @@ def test_max_answer_bytes_is_checked() -> None:
 async def test_a_declared_length_over_the_limit_is_refused_unread() -> None:
     from aiohttp import web
 
-    served: list[int] = []
+    written: list[int] = []
 
     async def huge(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Length": str(1 << 30)})
@@ -451,28 +451,21 @@ async def test_a_declared_length_over_the_limit_is_refused_unread() -> None:
         try:
             for _ in range(1 << 14):
                 await response.write(b" " * 65536)
-                served.append(65536)
+                written.append(65536)
         except (ConnectionError, RuntimeError):
             pass
         return response
 
     app = web.Application()
     app.router.add_get("/api/v4/public/ping", huge)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        async with txc_async.Client(base_url=f"http://127.0.0.1:{port}",
+    async with served(app) as url:
+        async with txc_async.Client(base_url=url,
                                     limiter=RecordingLimiter(), retry=fast_retry(max_retries=0),
                                     max_answer_bytes=1 << 20) as client:
             with pytest.raises(TransportError, match="max_answer_bytes") as caught:
                 await client.ping()
         assert caught.value.status == 200
         assert caught.value.operation == "ping"
-    finally:
-        await runner.cleanup()
 
 
 # -- item 5: every error names its operation -----------------------------------------------------

@@ -757,14 +757,17 @@ async def test_reads_give_up_after_a_bounded_number_of_attempts(
     assert len(requests_to(mocked, "/api/v4/main-account/balance")) == 4
 
 
+def retrying_client(limiter: RecordingLimiter, **retry: int) -> txc_async.Client:
+    """A client of the mocked server whose retries are quick, as ``retry`` sets them."""
+    return txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
+                            retry=fast_retry(**retry))
+
+
 async def test_timeouts_raise_request_timeout(
     mocked: aioresponses, limiter: RecordingLimiter
 ) -> None:
     mocked.post(BALANCE, exception=TimeoutError(), repeat=True)
-    async with txc_async.Client(
-        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
-        retry=fast_retry(max_retries=1),
-    ) as c:
+    async with retrying_client(limiter, max_retries=1) as c:
         with pytest.raises(RequestTimeout) as caught:
             await c.main_balance()
     assert isinstance(caught.value, asyncio.TimeoutError)
@@ -823,10 +826,7 @@ async def test_rate_limit_error_after_the_retry_budget(
     mocked: aioresponses, limiter: RecordingLimiter
 ) -> None:
     mocked.post(BALANCE, status=429, body=b"slow down", headers={"Retry-After": "7"}, repeat=True)
-    async with txc_async.Client(
-        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
-        retry=fast_retry(max_rate_limit_retries=2),
-    ) as c:
+    async with retrying_client(limiter, max_rate_limit_retries=2) as c:
         with pytest.raises(RateLimitError) as caught:
             await c.main_balance()
     assert caught.value.retry_after == 7.0 and caught.value.status == 429
@@ -868,10 +868,7 @@ async def test_a_json_429_to_an_unsigned_request_is_a_rate_limit_not_a_nonce_ref
     # The OAuth refresh carries no nonce: its JSON 429 pauses the scope like any rate limit.
     mocked.post(OAUTH, status=429, repeat=True,
                 payload={"code": 0, "message": "Too many requests.", "errors": {}})
-    async with txc_async.Client(
-        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
-        retry=fast_retry(max_rate_limit_retries=1),
-    ) as c:
+    async with retrying_client(limiter, max_rate_limit_retries=1) as c:
         with pytest.raises(RateLimitError) as caught:
             await c.refresh_oauth_token(client_id="cid", client_secret="cs", refresh_token="rt")
     assert "nonce" not in str(caught.value)
