@@ -166,6 +166,12 @@ def no_float(value: object, where: str = "$") -> None:
         assert not isinstance(value, float), f"{where} is a float: {value!r}"
 
 
+def decimals(value: object, wire: Json, names: dict[str, str]) -> None:
+    """Every Decimal field named (model field -> wire key) equals the documented string."""
+    for field, key in names.items():
+        decimal(getattr(value, field), wire[key])
+
+
 def reads_ping(result: object, body: Json) -> None:
     assert body == ["pong"]
     assert result is True
@@ -202,11 +208,11 @@ def reads_investments(page: object, body: Json) -> None:
                                                          wire["duration"])
         member(plan.status, PlanStatus, wire["status"])
         assert plan.interest_ticker == wire["interestTicker"]
-        decimal(plan.percent, wire["percent"])
-        decimal(plan.interest_ratio, wire["interestRatio"])
-        decimal(plan.min_investment, wire["minInvestment"])
-        decimal(plan.max_investment, wire["maxInvestment"])
-        decimal(plan.max_possible_investment, wire["maxPossibleInvestment"])
+        decimals(plan, wire, {
+            "percent": "percent", "interest_ratio": "interestRatio",
+            "min_investment": "minInvestment", "max_investment": "maxInvestment",
+            "max_possible_investment": "maxPossibleInvestment",
+        })
 
 
 def reads_order(order: object, body: Json) -> None:
@@ -217,13 +223,10 @@ def reads_order(order: object, body: Json) -> None:
     member(order.side, Side, body["side"])
     assert order.type == body["type"]
     assert order.timestamp == body["timestamp"]
-    decimal(order.deal_money, body["dealMoney"])
-    decimal(order.deal_stock, body["dealStock"])
-    decimal(order.amount, body["amount"])
-    decimal(order.left, body["left"])
-    decimal(order.deal_fee, body["dealFee"])
-    decimal(order.price, body["price"])
-    decimal(order.activation_price, body["activation_price"])
+    decimals(order, body, {
+        "deal_money": "dealMoney", "deal_stock": "dealStock", "amount": "amount", "left": "left",
+        "deal_fee": "dealFee", "price": "price", "activation_price": "activation_price",
+    })
     member(order.status, OrderStatus, body["status"])
     assert order.stp == body["stp"]
     assert order.oto is not None

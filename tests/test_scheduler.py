@@ -305,16 +305,25 @@ async def test_a_new_limit_for_a_budget_counts_what_was_already_admitted() -> No
     assert clock.now - start == pytest.approx(1.0)  # the same budget, now with room
 
 
-# -- waking the head ---------------------------------------------------------------------------
-
-
-async def test_a_head_blocked_by_requests_in_flight_is_woken_by_their_answer() -> None:
+async def one_in_flight_and_one_waiting() -> tuple[
+    FakeClock, InProcessLimiter, RateLimit, Admission, asyncio.Task[Admission]
+]:
+    """A budget of 1 per second at time 0: one request admitted (in flight), the next waiting
+    at the head of the queue."""
     clock = FakeClock(auto=False, start=0.0)
     limiter = limiter_on(clock)
     limit = RateLimit(1, 1)
     first = await admitted_now(limiter, limit)
-    head = asyncio.create_task(limiter.acquire("k", "s", limit, TIMEOUT))
+    waiting = asyncio.create_task(limiter.acquire("k", "s", limit, TIMEOUT))
     await quiet()
+    return clock, limiter, limit, first, waiting
+
+
+# -- waking the head ---------------------------------------------------------------------------
+
+
+async def test_a_head_blocked_by_requests_in_flight_is_woken_by_their_answer() -> None:
+    clock, limiter, _limit, first, head = await one_in_flight_and_one_waiting()
     assert clock.sleeps == [pytest.approx(11.0)]  # until one window after the deadline
     await clock.advance_to(0.5)
     limiter.settle(first, Outcome.ANSWERED)  # answered at 0.5: it counts until 1.5
@@ -376,12 +385,7 @@ async def test_with_budget_and_no_waiter_acquire_completes_without_suspending(
 
 
 async def test_try_acquire_does_not_jump_the_queue() -> None:
-    clock = FakeClock(auto=False, start=0.0)
-    limiter = limiter_on(clock)
-    limit = RateLimit(1, 1)
-    first = await admitted_now(limiter, limit)
-    waiter = asyncio.create_task(limiter.acquire("k", "s", limit, TIMEOUT))
-    await quiet()
+    _clock, limiter, limit, first, waiter = await one_in_flight_and_one_waiting()
     limiter.settle(first, Outcome.NOT_SENT)  # room now, but someone waits
     assert limiter.try_acquire("k", "s", limit, TIMEOUT) is None
     await quiet()
