@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -35,7 +36,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from yarl import URL  # noqa: E402
 import txc_async  # noqa: E402
 from tests._arrival_server import max_in_window, strict_refusals  # noqa: E402
 from tests._redis_server import RedisServer, find_redis_server  # noqa: E402
+from tests._strict_server import BALANCE, INVESTMENTS  # noqa: E402
 from txc_async import InProcessLimiter, Limiter, Outcome, RateLimit, RedisLimiter  # noqa: E402
 from txc_async._transports.base import RawResponse  # noqa: E402
 from txc_async._transports.default import AiohttpTransport  # noqa: E402
@@ -262,9 +264,12 @@ class StrictServerProcess:
     """``tests._strict_server`` in a process of its own: ping under ``limit``, behind a proxy
     holding each new connection ``delay`` seconds, the first ``storm`` pings refused."""
 
-    def __init__(self, limit: RateLimit, delay: float = 0.0, storm: int = 0) -> None:
+    def __init__(self, limit: RateLimit, delay: float = 0.0, storm: int = 0,
+                 group: RateLimit | None = None) -> None:
         self.args = ["--limit", str(limit.max_requests), str(limit.per_seconds),
                      "--delay", str(delay), "--storm", str(storm)]
+        if group is not None:
+            self.args += ["--group", str(group.max_requests), str(group.per_seconds)]
         self.url = self.direct_url = ""
         self._process: asyncio.subprocess.Process | None = None
 
@@ -288,12 +293,14 @@ class StrictServerProcess:
                 process.kill()
                 await process.wait()
 
-    async def arrivals(self) -> list[tuple[float, str]]:
+    async def arrivals(self, *paths: str) -> list[tuple[float, str]]:
+        """The arrivals of ``paths`` (ping's by default), in the order they came."""
         async with aiohttp.ClientSession() as session, session.get(
             f"{self.direct_url}/_arrivals"
         ) as answer:
             found: dict[str, list[tuple[float, str]]] = json.loads(await answer.read())
-        return [(moment, outcome) for moment, outcome in found["/api/v4/public/ping"]]
+        return sorted((moment, outcome) for path in paths or ("/api/v4/public/ping",)
+                      for moment, outcome in found[path])
 
 
 @dataclass
@@ -343,14 +350,24 @@ class _RefusalEvents(logging.Handler):
             self.count += 1
 
 
-async def strict_scenario(name: str, server_limit: RateLimit, configured: RateLimit,
-                          calls: int, *, delay: float = 0.0, storm: int = 0) -> Scenario:
-    """``calls`` pings at once through a client configured with ``configured``."""
+@contextlib.contextmanager
+def counted_refusals() -> Iterator[_RefusalEvents]:
+    """The client's refusal events, counted and not printed, while the block runs."""
     logger = logging.getLogger("txc_async")
     events = _RefusalEvents()
     logger.addHandler(events)
-    propagate, logger.propagate = logger.propagate, False  # counted, not printed
+    propagate, logger.propagate = logger.propagate, False
     try:
+        yield events
+    finally:
+        logger.removeHandler(events)
+        logger.propagate = propagate
+
+
+async def strict_scenario(name: str, server_limit: RateLimit, configured: RateLimit,
+                          calls: int, *, delay: float = 0.0, storm: int = 0) -> Scenario:
+    """``calls`` pings at once through a client configured with ``configured``."""
+    with counted_refusals() as events:
         async with StrictServerProcess(server_limit, delay, storm) as server:
             async with txc_async.Client(
                 base_url=server.url, limiter=InProcessLimiter(),
@@ -363,14 +380,48 @@ async def strict_scenario(name: str, server_limit: RateLimit, configured: RateLi
                 took = time.monotonic() - began
                 learned = client.rate_limits["public"]
             arrivals = await server.arrivals()
-    finally:
-        logger.removeHandler(events)
-        logger.propagate = propagate
     return Scenario(
         name, server_limit, configured, calls,
         accepted=[moment for moment, outcome in arrivals if outcome == "accepted"],
         refused=sum(outcome != "accepted" for _, outcome in arrivals),
         failed=sum(result is not True for result in outcomes),
+        events=events.count, took=took, learned=learned,
+    )
+
+
+async def group_scenario(name: str, group: RateLimit, calls: int, *,
+                         keys: int = 2, operations: int = 2) -> Scenario:
+    """``calls`` signed calls at once, spread evenly over ``keys`` API keys sharing one limiter
+    and over balance and (when ``operations`` is 2) investments, each operation allowed the
+    whole group: the server counts the two operations in one group, as the service counts its
+    ``main_account`` group. One key and one operation measure a scope alone, signed likewise."""
+    limits = {"main_balance": group, "investments": group, "main_account": group}
+    each = calls // (keys * operations)
+    limiter = InProcessLimiter()
+    with counted_refusals() as events:
+        async with StrictServerProcess(RateLimit(10**6, 1.0), group=group) as server, \
+                contextlib.AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(txc_async.Client(
+                f"key-{index}", f"secret-of-key-{index}", base_url=server.url, limiter=limiter,
+                rate_limits=limits,
+            )) for index in range(keys)]
+            began = time.monotonic()
+            outcomes = await asyncio.gather(*(
+                call for client in clients for call in (
+                    *(client.main_balance() for _ in range(each)),
+                    *(client.investments_history(limit=1)
+                      for _ in range(each if operations == 2 else 0)),
+                )
+            ), return_exceptions=True)
+            took = time.monotonic() - began
+            learned = clients[0].rate_limits["main_account"]
+            await stack.aclose()
+            arrivals = await server.arrivals(BALANCE, INVESTMENTS)
+    return Scenario(
+        name, group, group, len(outcomes),
+        accepted=[moment for moment, outcome in arrivals if outcome == "accepted"],
+        refused=sum(outcome != "accepted" for _, outcome in arrivals),
+        failed=sum(isinstance(result, BaseException) for result in outcomes),
         events=events.count, took=took, learned=learned,
     )
 
@@ -397,6 +448,12 @@ async def strict_scenarios(quick: bool) -> list[Scenario]:
             f"server {tight.max_requests} per {tight.per_seconds:g} s, client "
             f"{roomy.max_requests}", tight, roomy, tight_calls,
         ),
+        *[await group_scenario(f"{label}, {limit.per_seconds:g} s", limit, calls,
+                               keys=keys, operations=keys)
+          for limit, calls in ((one_second, 5 * one_second.max_requests),
+                               (ten_seconds, (2 if quick else 3) * ten_seconds.max_requests))
+          for label, keys in (("signed, one key, one operation", 1),
+                              ("group, 2 keys x 2 operations", 2))],
     ]
 
 
@@ -419,8 +476,10 @@ def print_scenarios(rows: list[Scenario]) -> None:
         print(f"{r.name:36} {r.calls:>5} {limit:>10} {r.peak:>5} {r.refused:>7} {r.events:>6} "
               f"{r.failed:>6} {r.took:>6.2f}s {r.span:>6.2f}s {r.least:>5.1f}s {efficiency:>10} "
               f"{learned:>10}")
-    for r in rows[:2]:
-        target = 0.95 if r.server_limit.per_seconds < 10 else 0.97
+    # A scope's targets; a group's are the figures a single scope reaches on loopback.
+    targets = [(r, (0.95, 0.97)) for r in rows[:2]] + [(r, (0.97, 0.99)) for r in rows[5:9]]
+    for r, (short, long) in targets:
+        target = short if r.server_limit.per_seconds < 10 else long
         met = r.efficiency is not None and r.efficiency >= target
         print(f"  efficiency, {r.name}: {r.efficiency or 0:.1%} (target >= {target:.0%}: "
               f"{'met' if met else 'MISSED'})")

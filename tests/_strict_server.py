@@ -1,15 +1,18 @@
 """A strict sliding-window server and a TCP proxy that delays new connections, for measuring the
 client's rate limits where they count: at the server, over a network that delays unevenly.
 
-``StrictServer`` answers ``ping`` and ``main_balance`` like the service and refuses, with a 429
-whose body is not JSON, every request past ``max_requests`` in any window of ``per_seconds``
-(refused requests are not counted, as a server counting what it served does). Answers can be
+``StrictServer`` answers ``ping``, ``main_balance`` and ``investments_history`` like the service and
+refuses, with a 429 whose body is not JSON, every request past ``max_requests`` in any window of
+``per_seconds`` (refused requests are not counted, as a server counting what it served does); a
+``group`` limit counts balance and investments together, as the service's ``main_account`` group
+does (whitebit-exchange/docs, ``api-reference/rate-limits.mdx``). Answers can be
 scripted per path (refusals of every kind) ahead of the normal ones. ``DelayingProxy`` holds each
 NEW connection ``delay`` seconds before forwarding it, as a TLS handshake far away does; a reused
 connection passes at once.
 
-Run as a program (``python -m tests._strict_server [--limit N SECONDS] [--delay S] [--storm K]``)
-it serves ping under that limit, behind the proxy when ``--delay`` is given, answers the first
+Run as a program (``python -m tests._strict_server [--limit N SECONDS] [--group N SECONDS]
+[--delay S] [--storm K]``) it serves ping under that limit, balance and investments under the
+group's, behind the proxy when ``--delay`` is given, answers the first
 ``K`` pings with a 429, prints the URL to use and serves until stdin closes; ``GET /_arrivals``
 answers every path's arrivals as JSON (``[moment, outcome]`` pairs).
 """
@@ -30,13 +33,28 @@ from types import TracebackType
 from aiohttp import web
 
 from txc_async import RateLimit
-from txc_async.sandbox._server import over_limit
+from txc_async.sandbox._server import _full, over_limit
 
-__all__ = ["BALANCE", "PING", "Arrival", "DelayingProxy", "Scripted", "StrictServer"]
+__all__ = [
+    "BALANCE", "INVESTMENTS", "MAIN_ACCOUNT", "PING", "Arrival", "DelayingProxy", "Scripted",
+    "StrictServer",
+]
 
 PING = "/api/v4/public/ping"
 BALANCE = "/api/v4/main-account/balance"
-_SUCCESS = {PING: b'["pong"]', BALANCE: b'{"BTC": {"main_balance": "1.5"}}'}
+INVESTMENTS = "/api/v4/main-account/smart/investments"
+#: The paths the ``main_account`` group counts together.
+MAIN_ACCOUNT = frozenset({BALANCE, INVESTMENTS})
+_SUCCESS = {
+    PING: b'["pong"]',
+    BALANCE: b'{"BTC": {"main_balance": "1.5"}}',
+    INVESTMENTS: b'{"offset": 0, "limit": 1, "records": [{"id": "0d7b66ff", "plan": {"id": "8e66",'
+                 b' "ticker": "USDT", "status": 1, "percent": "10", "duration": 14400, '
+                 b'"interestTicker": "USDT", "interestRatio": "1", "minInvestment": "100", '
+                 b'"maxInvestment": "10000", "maxPossibleInvestment": "3000"}, "status": 1, '
+                 b'"created": 1646825196, "updated": 1646825196, "paymentTime": 1646839596, '
+                 b'"amount": "100", "interestPaid": "0"}]}',
+}
 _HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
 
 
@@ -62,10 +80,13 @@ class Arrival:
 
 
 class StrictServer:
-    """``async with StrictServer({PING: RateLimit(20, 1)}) as server:`` on 127.0.0.1."""
+    """``async with StrictServer({PING: RateLimit(20, 1)}) as server:`` on 127.0.0.1;
+    ``group`` is the ``main_account`` group's limit (balance and investments together)."""
 
-    def __init__(self, limits: Mapping[str, RateLimit]) -> None:
+    def __init__(self, limits: Mapping[str, RateLimit], group: RateLimit | None = None) -> None:
         self.limits = dict(limits)
+        self.group = group
+        self._group_window: deque[float] = deque()
         self.arrivals: dict[str, list[Arrival]] = {path: [] for path in _SUCCESS}
         self._windows: dict[str, deque[float]] = {path: deque() for path in _SUCCESS}
         self._scripts: dict[str, deque[Scripted]] = {path: deque() for path in _SUCCESS}
@@ -88,9 +109,17 @@ class StrictServer:
 
     def _over_limit(self, path: str, now: float) -> bool:
         limit = self.limits.get(path)
-        if limit is None:
-            return False
-        return over_limit(self._windows[path], limit, now)
+        grouped = self.group is not None and path in MAIN_ACCOUNT
+        # Counted in both or in neither, as one request in both windows.
+        if limit is not None and _full(self._windows[path], limit, now):
+            return True
+        if grouped and self.group is not None and _full(self._group_window, self.group, now):
+            return True
+        if limit is not None:
+            over_limit(self._windows[path], limit, now)
+        if grouped and self.group is not None:
+            over_limit(self._group_window, self.group, now)
+        return False
 
     async def _handle(self, request: web.Request) -> web.Response:
         now = time.monotonic()  # stamped first, before the body is read
@@ -122,6 +151,7 @@ class StrictServer:
         app = web.Application()
         app.router.add_get(PING, self._handle)
         app.router.add_post(BALANCE, self._handle)
+        app.router.add_post(INVESTMENTS, self._handle)
         app.router.add_get("/_arrivals", self._list)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=0.25)
@@ -201,8 +231,9 @@ class DelayingProxy:
             self._server = None
 
 
-async def _serve_until_stdin_closes(limit: RateLimit | None, delay: float, storm: int) -> None:
-    async with StrictServer({PING: limit} if limit is not None else {}) as server:
+async def _serve_until_stdin_closes(limit: RateLimit | None, group: RateLimit | None,
+                                    delay: float, storm: int) -> None:
+    async with StrictServer({PING: limit} if limit is not None else {}, group) as server:
         server.script(PING, *[Scripted(429, _HTML_429, content_type="text/html")] * storm)
         async with contextlib.AsyncExitStack() as stack:
             url = server.url
@@ -216,8 +247,10 @@ async def _serve_until_stdin_closes(limit: RateLimit | None, delay: float, storm
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", nargs=2, type=float, metavar=("N", "SECONDS"))
+    parser.add_argument("--group", nargs=2, type=float, metavar=("N", "SECONDS"))
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--storm", type=int, default=0)
     options = parser.parse_args()
     chosen = RateLimit(int(options.limit[0]), options.limit[1]) if options.limit else None
-    asyncio.run(_serve_until_stdin_closes(chosen, options.delay, options.storm))
+    grouped = RateLimit(int(options.group[0]), options.group[1]) if options.group else None
+    asyncio.run(_serve_until_stdin_closes(chosen, grouped, options.delay, options.storm))
