@@ -553,8 +553,9 @@ class Client:
                 "client_order_id", client_order_id, CLIENT_ORDER_ID, CLIENT_ORDER_ID_RULE
             )
             # Under both names: the service reads clientOrderId and silently ignores
-            # client_order_id (SERVICE_NOTES; whitebit-exchange/docs,
-            # openapi/private/http-trade-v4.yaml), while a server built to SPEC.md reads
+            # client_order_id (whitebit-exchange/docs, openapi/private/http-trade-v4.yaml,
+            # createCollateralStopLimitOrder; the silent drop is stated in that repository's
+            # commit 9116e40), while a server built to the API's first specification reads
             # client_order_id. Each ignores the name it does not read, so the id reaches either.
             params["clientOrderId"] = params["client_order_id"] = checked
         if position_side is not None:

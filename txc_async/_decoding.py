@@ -1,6 +1,6 @@
 """Reads success answers into the typed models: msgspec's cached strict decoder first (the fast
-path), then a tolerant reading of what SPEC.md leaves open. A non-finite number never becomes a
-value either way: the answer is refused with :class:`AnswerFormatError`.
+path), then a tolerant reading of what the API's documentation leaves open. A non-finite number
+never becomes a value either way: the answer is refused with :class:`AnswerFormatError`.
 
 Tolerant means: a field may come in either of its spellings (a struct's ``wire_aliases``);
 ``""``, ``null`` or a missing value where a decimal or an optional object is documented reads as
@@ -426,7 +426,7 @@ def _struct(info: mi.StructType, value: object, path: str) -> object:
         second = aliases.get(field.encode_name)
         if second is not None and second in value:
             if raw is msgspec.NODEFAULT:
-                # The field's other spelling (SPEC.md's snake_case).
+                # The field's other spelling (the first specification's snake_case).
                 where = f"{path}.{second}"
                 raw = value[second]
             elif raw != value[second]:

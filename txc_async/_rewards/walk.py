@@ -41,7 +41,8 @@ class WireReward(msgspec.Struct, frozen=True, rename="camel"):
     Exports use it: writing a reward to a file needs no ``Decimal``, and a string the server
     sent cannot be rounded. ``MiningReward`` is the same record with ``Decimal`` amounts and
     enums. The status and payout fields are the wire's strings (``None`` where the server
-    sent null or nothing, as SPEC.md's records and rows written before they were read).
+    sent null or nothing, as in the records of the API's first specification and rows written
+    before they were read).
     """
 
     mining_account_name: str
@@ -192,10 +193,10 @@ WIRE_RECORDS: Operation[Page[WireReward]] = Operation(
 
 
 def fixed_fields(record: MiningReward | WireReward) -> tuple[str, int, str]:
-    """A reward's identity: what the service keeps fixed for it, its account, date and
-    currency (``""`` where the record names none: SPEC.md's records, rows written before the
-    currency was read). The one definition the walk's ``seen``, the check's digests and the
-    exports' settling all compare.
+    """A reward's identity: what the service keeps fixed for it, its account, date and currency
+    (``""`` where the record names none: the records of the API's first specification, rows written
+    before the currency was read). The one definition the walk's ``seen``, the check's digests and
+    the exports' settling all compare.
 
     Why these three. The API gives rewards no identifier, and its documentation
     (whitebit-exchange/docs, ``openapi/private/main_api_v4.yaml``, schema ``MiningReward``)
