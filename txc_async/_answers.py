@@ -204,12 +204,13 @@ def decode_answer(
 ) -> T:
     """The typed result of ``raw``, or the error it carries. ``signed``: the request carried a
     nonce (only then can a JSON 429 be a refused nonce); ``oauth``: the answer is the OAuth
-    refresh's (see :func:`error_from_body`).
+    refresh's (see `error_from_body`).
 
-    Raises :class:`RateLimited` / :class:`NonceRefused` for refusals the client retries itself,
-    :class:`AnswerFormatError` for a success answer that cannot be read,
-    :class:`TransportError` for other answers with no usable content, :class:`ApiError`
-    subclasses for error bodies (whatever the status, 2xx included).
+    Raises `RateLimited` / `NonceRefused` for refusals the client retries itself,
+    [`AnswerFormatError`][txc_async.AnswerFormatError] for a success answer that cannot be read,
+    [`TransportError`][txc_async.TransportError] for other answers with no usable content,
+    [`ApiError`][txc_async.ApiError] subclasses for error bodies (whatever the status, 2xx
+    included).
     """
     status, headers, body = raw
     if 200 <= status < 300:

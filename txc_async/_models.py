@@ -108,9 +108,11 @@ class PositionSide(enum.StrEnum):
 # The same values as plain strings, for signatures that accept ``side="buy"`` as well as
 # ``Side.BUY`` while a type checker still rejects ``side="buyy"``.
 
-#: ``side`` of an order as a string: ``"buy"`` or ``"sell"`` (the values of :class:`Side`).
+#: ``side`` of an order as a string: ``"buy"`` or ``"sell"`` (the values of
+#: [`Side`][txc_async.Side]).
 SideLiteral: TypeAlias = Literal["buy", "sell"]
-#: ``position_side`` of a collateral order as a string (the values of :class:`PositionSide`).
+#: ``position_side`` of a collateral order as a string (the values of
+#: [`PositionSide`][txc_async.PositionSide]).
 PositionSideLiteral: TypeAlias = Literal["LONG", "SHORT", "BOTH"]
 #: The step of a hashrate series: five minutes, one hour or one day.
 IntervalLiteral: TypeAlias = Literal["5m", "1h", "24h"]

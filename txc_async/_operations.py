@@ -86,7 +86,7 @@ class Operation(Generic[R]):
     @property
     def group(self) -> str | None:
         """The rate-limit group the operation draws on besides its own scope (see
-        :func:`group_of`)."""
+        `group_of`)."""
         return group_of(self.path)
 
 

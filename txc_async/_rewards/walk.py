@@ -164,7 +164,7 @@ def _written_out(amount: Decimal) -> str:
 def _wire_records(body: bytes) -> Page[WireReward]:
     """The page's records with their amounts as the wire spells them. A page whose amounts are
     all plain decimal strings is taken as it is; any other goes through the typed decoder, and
-    each record still keeps every plain amount as the wire wrote it (see :func:`_from_typed`),
+    each record still keeps every plain amount as the wire wrote it (see `_from_typed`),
     whatever else its page holds."""
     try:
         page = _decode_wire_page(body)
@@ -282,7 +282,7 @@ async def walk_rewards(
       record to a later position, never an earlier one. Every request reads the positions right
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
-    * A reward is its identity (:func:`fixed_fields`: account, date, currency), never its
+    * A reward is its identity (`fixed_fields`: account, date, currency), never its
       changing fields: a reward read ``pending`` on one page and ``successful`` on a later
       one (it settled while the walk ran) is one reward, returned once, in the state first
       read. Records of one identity are one reward, returned once (the walk could not tell a

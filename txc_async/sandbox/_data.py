@@ -63,7 +63,7 @@ class RewardBook:
     ``pending_days`` days and every reward booked while it runs are ``pending`` at first; each
     settles (``successful``, or one in ``CANCELED_ONE_IN`` ``canceled``, by its hash) once ``clock``
     has passed ``settle_after`` seconds since the book was made (or since it was booked), or when
-    :meth:`settle` is called. A reward changes nothing but its status and payout fields when it
+    `settle` is called. A reward changes nothing but its status and payout fields when it
     settles.
     """
 
@@ -88,7 +88,7 @@ class RewardBook:
         #: Synthetic rewards dated from here on are pending at first.
         self.pending_from = start + (days - pending_days) * 86400 if pending_days else None
         self.made = clock()
-        #: Every reward pending since this moment or before has settled (:meth:`settle`).
+        #: Every reward pending since this moment or before has settled (`settle`).
         self.settled_at = float("-inf")
         self._addresses = [f"bc1q{mix(seed, i, 0xAD):016x}{mix(seed, i, 0xAE):016x}"
                            for i in range(accounts)]

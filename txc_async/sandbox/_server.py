@@ -157,6 +157,7 @@ class FaultPlan:
         ``throttle`` ("Too Many Attempts.", code 0) and ``validation_failed`` (the order
         refusal the API's first specification shows: code 30, "Validation failed", no field errors)
         answer with ``status``: 400 or 422, which the service uses (default 400 and 422).
+
         With ``execute=True`` the operation runs before the fault replaces its answer, as when
         a proxy fails after the service did the work. The answer faults always run the
         operation, then change its success answer (a refusal goes out unchanged):
@@ -321,16 +322,18 @@ class Sandbox:
     ``reduceOnly`` and ``stp``, and answers in camelCase with a REST status (``FILLED``,
     ``PARTIALLY_FILLED``, ``CANCELED``, in turn); the balance takes ``ticker`` and answers one
     currency flat; the hashrate requires ``account``, refuses an unknown one, answers a disabled one
-    (:meth:`disable_mining_account`) with empty data, and its points carry ``rejectRate``. Spec: the
-    order reads ``client_order_id`` and answers in snake_case with status ``NEW``; the balance
-    ignores ``ticker``; the hashrate takes any account or none.
+    ([`disable_mining_account`][txc_async.sandbox.Sandbox.disable_mining_account]) with empty data,
+    and its points carry ``rejectRate``. Spec: the order reads ``client_order_id`` and answers in
+    snake_case with status ``NEW``; the balance ignores ``ticker``; the hashrate takes any account
+    or none.
+
     Rewards, live: each carries ``status``, ``rewardCurrency`` and the payout fields. With
-    ``pending_days`` the rewards of the last ``pending_days`` days, and every reward booked
-    while it runs (``rewards.book``), are ``pending`` at first and settle (``successful``, one
-    in five ``canceled``, the payout filled in) once the sandbox's clock is ``settle_after``
-    seconds past the sandbox's making (or the booking), or at :meth:`settle_rewards`; without
-    ``settle_after``, only then. Spec: the seven fields of the API's first specification, as
-    before.
+    ``pending_days`` the rewards of the last ``pending_days`` days, and every reward booked while it
+    runs (``rewards.book``), are ``pending`` at first and settle (``successful``, one in five
+    ``canceled``, the payout filled in) once the sandbox's clock is ``settle_after`` seconds past
+    the sandbox's making (or the booking), or at
+    [`settle_rewards`][txc_async.sandbox.Sandbox.settle_rewards]; without ``settle_after``, only
+    then. Spec: the seven fields of the API's first specification, as before.
     """
 
     def __init__(
