@@ -1,8 +1,8 @@
 """Decode throughput: records per second for 100-record investments and rewards answers, as the
 library's msgspec structs (Decimal money), as json.loads dicts (money left as strings), and as
-equivalent pydantic v2 models; and answers per second for a collateral order, in the live
-service's camelCase and in SPEC.md's snake_case, against the leanest typed msgspec decoder of
-the live answer.
+equivalent pydantic v2 models; and answers per second for a collateral order, in the live service's
+camelCase and in the snake_case of the API's first specification, against the leanest typed msgspec
+decoder of the live answer.
 
     python benchmarks/decode.py [--quick]
 """
@@ -96,7 +96,7 @@ def pydantic_decoders() -> dict[str, Callable[[bytes], Any]]:
 
 
 #: A filled order as the live service answers it (whitebit-exchange/docs,
-#: openapi/private/http-trade-v4.yaml), and the same in SPEC.md's spelling.
+#: openapi/private/http-trade-v4.yaml), and the same in the first specification's spelling.
 LIVE_ORDER: dict[str, Any] = {
     "orderId": 4180284841, "clientOrderId": "order1987111", "market": "BTC_USDT",
     "side": "buy", "type": "stop limit", "timestamp": 1595792396.165973, "dealMoney": "40",
@@ -152,7 +152,7 @@ def orders(seconds: float) -> dict[str, float]:
     contenders = {
         "lean msgspec (live answer)": (lean, live),
         "txc_async (live answer)": (COLLATERAL_STOP_LIMIT.decode, live),
-        "txc_async (SPEC.md answer)": (COLLATERAL_STOP_LIMIT.decode, spec),
+        "txc_async (snake_case answer)": (COLLATERAL_STOP_LIMIT.decode, spec),
     }
     figures = {label: max(answers_per_second(f, body, seconds) for _ in range(3))
                for label, (f, body) in contenders.items()}

@@ -1,6 +1,6 @@
-"""Success answers are read tolerantly where SPEC.md leaves things open, hostile values are
-refused, answers are bounded, client order ids follow the exchange's rule, and every error names
-its operation; against unit answers and against the sandbox's answer faults."""
+"""Success answers are read tolerantly where the API's documentation leaves things open, hostile
+values are refused, answers are bounded, client order ids follow the exchange's rule, and every
+error names its operation; against unit answers and against the sandbox's answer faults."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The client against the live service's shapes (its official documentation, 2026) and SPEC.md's:
-order fields in either spelling, statuses, the balance of one ticker, hashrate and account
-filters, and the sandbox answering in both dialects."""
+"""The client against the live service's shapes (its official documentation, whitebit-exchange/docs,
+2026) and those of the API's first specification: order fields in either spelling, statuses, the
+balance of one ticker, hashrate and account filters, and the sandbox answering in both dialects."""
 
 from __future__ import annotations
 

@@ -348,7 +348,7 @@ async def test_decoded_order_values_are_what_the_answer_says_or_refused(
         assert getattr(order, name) == value, name
     assert order.oto is not None
     assert (order.oto.stop_loss, order.oto.take_profit) == tuple(v for _, v in leg_expected)
-    # SPEC.md's "CANCELLED" reads as the service's CANCELED.
+    # The first specification's "CANCELLED" reads as the service's CANCELED.
     assert order.status == ("CANCELED" if status == "CANCELLED" else status)
     assert order.side == side
     assert isinstance(order.status, txc_async.OrderStatus) == (status in {"NEW", "FILLED",
@@ -416,7 +416,8 @@ def test_every_signature_is_the_hmac_sha512_of_its_payload(
 ) -> None:
     """The signer starts every signature from a copy of the key's HMAC state: whatever the
     secret (longer than SHA-512's block included) and however often it signs, each signature is
-    HMAC-SHA512(secret, payload) as SERVICE_NOTES.md gives it."""
+    HMAC-SHA512(secret, payload) as the service's documentation gives it (whitebit-exchange/docs,
+    api-reference/authentication.mdx)."""
     from txc_async._signing import Signer
     from txc_async._time.nonces import NonceSource
 

@@ -775,7 +775,8 @@ async def test_the_spec_dialect_round_trips_the_operations_that_differ() -> None
         box.api_key, box.api_secret, base_url=box.url, limiter=txc_async.InProcessLimiter()
     ) as client:
         order = await client.collateral_stop_limit_order(**ORDER_ARGS, client_order_id="it-1")
-        # The id reached the server under SPEC.md's name, and the answer's spelling was read.
+        # The id reached the server under the first specification's name, and the answer's
+        # spelling was read.
         assert order.client_order_id == "it-1" and order.status is txc_async.OrderStatus.NEW
         assert box.stats.orders[0]["order_id"] == order.order_id
         sent = {t: Decimal(v["main_balance"]) for t, v in box.balance.items()}

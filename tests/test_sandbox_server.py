@@ -56,7 +56,7 @@ async def box() -> AsyncIterator[Sandbox]:
 
 @pytest.fixture(params=["live", "spec"])
 async def dialect_box(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
-    """A sandbox in each dialect: the live service's, and SPEC.md's."""
+    """A sandbox in each dialect: the live service's, and the API's first specification's."""
     async with Sandbox(dialect=request.param) as sandbox:
         yield sandbox
 
@@ -347,8 +347,11 @@ def test_the_sandbox_keeps_the_service_s_limits_and_the_client_agrees() -> None:
     from txc_async import DEFAULT_RATE_LIMITS
     from txc_async.sandbox._server import SERVICE_GROUP_LIMITS, SERVICE_RATE_LIMITS
 
-    # SERVICE_NOTES.md: per 10 s, ping 2000; investments, balance, the three mining operations
-    # 1000; the stop-limit order 10000; the OAuth refresh 1 per second.
+    # The limits each operation's description states (whitebit-exchange/docs,
+    # openapi/public/http-v4.yaml, openapi/private/main_api_v4.yaml,
+    # openapi/private/http-trade-v4.yaml, openapi/oauth2.yaml): per 10 s, ping 2000;
+    # investments, balance, the three mining operations 1000; the stop-limit order 10000; the
+    # OAuth refresh 1 per second.
     documented = {"public": (2000, 10), "investments": (1000, 10), "main_balance": (1000, 10),
                   "create_mining_account": (1000, 10), "mining_rewards": (1000, 10),
                   "mining_hashrate": (1000, 10), "collateral_stop_limit_order": (10000, 10),
@@ -526,7 +529,7 @@ async def test_each_fault_kind(
     assert box.stats.executed[BALANCE] == 0 and box.stats.faults_served == 1
     assert box.faults.pending(BALANCE) == 0
     assert (await post(http, box, BALANCE))[0] == 200, "a fault applies once"
-    if kind == "validation_failed":  # the order refusal SPEC.md shows
+    if kind == "validation_failed":  # the order refusal the API's first specification shows
         assert json.loads(text) == {"code": 30, "message": "Validation failed", "errors": {}}
     for wrong in ((kind, 500), ("json_503", 400)):
         with pytest.raises(ValueError, match="status"):

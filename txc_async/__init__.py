@@ -79,18 +79,19 @@ else:
 # Names defined in private modules, documented where users find them.
 
 DEFAULT_BASE_URL = _operations.DEFAULT_BASE_URL
-"""The service's address, ``https://whitebit.com``: the default ``base_url`` of :class:`Client`."""
+"""The service's address, ``https://whitebit.com``: the default ``base_url`` of
+[`Client`][txc_async.Client]."""
 EU_BASE_URL = _operations.EU_BASE_URL
 """The regional EU deployment of the API, ``https://whitebit.eu`` (the same paths)."""
 DEFAULT_RATE_LIMITS = _limiters_base.DEFAULT_RATE_LIMITS
 """The limit of every scope, as the service documents it: what ``Client(rate_limits=...)``
 overrides."""
 SideLiteral: TypeAlias = _models.SideLiteral
-"""``side`` of an order as a plain string, ``"buy"`` or ``"sell"`` (the values of :class:`Side`):
-methods take either, and a type checker refuses any other string."""
+"""``side`` of an order as a plain string, ``"buy"`` or ``"sell"`` (the values of
+[`Side`][txc_async.Side]): methods take either, and a type checker refuses any other string."""
 PositionSideLiteral: TypeAlias = _models.PositionSideLiteral
 """``position_side`` of a collateral order as a plain string, ``"LONG"``, ``"SHORT"`` or
-``"BOTH"`` (the values of :class:`PositionSide`)."""
+``"BOTH"`` (the values of [`PositionSide`][txc_async.PositionSide])."""
 IntervalLiteral: TypeAlias = _models.IntervalLiteral
 """The step of a hashrate series (``Client.mining_hashrate(interval=...)``): ``"5m"``, ``"1h"``
 or ``"24h"``."""

@@ -26,7 +26,9 @@ T = TypeVar("T")
 
 _decode_any = msgspec.json.Decoder().decode
 
-# Error codes the service uses for refused parameters (SERVICE_NOTES: 30-36, 10, 111-116).
+# Error codes the service uses for refused parameters (whitebit-exchange/docs,
+# openapi/private/http-trade-v4.yaml, createCollateralStopLimitOrder: 30-33, 36, 10, 111-116;
+# 34 and 35, between them, read as refusals too).
 _VALIDATION_CODES = frozenset({10, *range(30, 37), *range(111, 117)})
 _THROTTLE_MESSAGES = ("too many attempts",)
 _MAX_MESSAGE = 300
@@ -89,8 +91,9 @@ def _http_date(text: str) -> float | None:
 
 
 def _is_nonce_refusal(message: str) -> bool:
-    """SERVICE_NOTES: a refused nonce answers 429 with "Too many requests." or a message about
-    the nonce; "Too Many Attempts." and any other 429 are rate limits."""
+    """A refused nonce answers 429 with "Too many requests." or a message about the nonce (the
+    messages: whitebit-exchange/docs, data/error-codes.yaml, ``authErrors``, listed in
+    api-reference/authentication.mdx); "Too Many Attempts." and any other 429 are rate limits."""
     # The service's own words, capital for capital: a gateway's generic "Too Many Requests" is a
     # rate limit, and re-sending at once into one is what gets a key restricted.
     return message.strip().rstrip(".") == "Too many requests" or "nonce" in message.lower()
@@ -201,12 +204,13 @@ def decode_answer(
 ) -> T:
     """The typed result of ``raw``, or the error it carries. ``signed``: the request carried a
     nonce (only then can a JSON 429 be a refused nonce); ``oauth``: the answer is the OAuth
-    refresh's (see :func:`error_from_body`).
+    refresh's (see `error_from_body`).
 
-    Raises :class:`RateLimited` / :class:`NonceRefused` for refusals the client retries itself,
-    :class:`AnswerFormatError` for a success answer that cannot be read,
-    :class:`TransportError` for other answers with no usable content, :class:`ApiError`
-    subclasses for error bodies (whatever the status, 2xx included).
+    Raises `RateLimited` / `NonceRefused` for refusals the client retries itself,
+    [`AnswerFormatError`][txc_async.AnswerFormatError] for a success answer that cannot be read,
+    [`TransportError`][txc_async.TransportError] for other answers with no usable content,
+    [`ApiError`][txc_async.ApiError] subclasses for error bodies (whatever the status, 2xx
+    included).
     """
     status, headers, body = raw
     if 200 <= status < 300:

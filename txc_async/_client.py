@@ -187,7 +187,8 @@ def _check_base_url(base_url: object) -> URL:
 
 
 class ClientOptions(TypedDict, total=False):
-    """The keywords of :class:`Client` that :meth:`Client.from_env` passes on as given."""
+    """The keywords of [`Client`][txc_async.Client] that
+    [`Client.from_env`][txc_async.Client.from_env] passes on as given."""
 
     rate_limits: Mapping[str, RateLimit] | None
     timeout: float
@@ -207,16 +208,18 @@ class Client:
     """Asyncio client of the exchange API v4.
 
     Use it as ``async with Client(api_key=..., api_secret=...) as client:`` or call
-    :meth:`close` when done. One HTTP session serves every request of the client.
+    [`close`][txc_async.Client.close] when done. One HTTP session serves every request of the
+    client.
 
     - ``rate_limits``: per-scope overrides of the documented limits (``txc_async.RateLimit``).
     - ``limiter``: the backend keeping the budgets (default: one in-process limiter shared by
       every client of the process; ``txc_async.SQLiteLimiter`` or ``RedisLimiter`` to share
       budgets between processes).
     - ``timeout``: seconds per HTTP exchange (waiting for budget is not counted).
-    - ``retry``: a :class:`txc_async.RetryPolicy`.
+    - ``retry``: a [`txc_async.RetryPolicy`][txc_async.RetryPolicy].
     - ``user_agent``: the caller's product, put in front of the default User-Agent.
-    - ``on_request``: called with a :class:`txc_async.RequestRecord` after every HTTP exchange.
+    - ``on_request``: called with a [`txc_async.RequestRecord`][txc_async.RequestRecord] after every
+      HTTP exchange.
     - ``session`` / ``transport``: an aiohttp session, or another transport, to send through.
     - ``max_connections``: connections open at once to the server.
     """
@@ -324,11 +327,12 @@ class Client:
         **options: Unpack[ClientOptions],
     ) -> Client:
         """A client configured from ``TXC_API_KEY``, ``TXC_API_SECRET``, ``TXC_BASE_URL`` and
-        ``TXC_LIMITER`` (a :func:`txc_async.limiter_from_url` URL).
+        ``TXC_LIMITER`` (a [`txc_async.limiter_from_url`][txc_async.limiter_from_url] URL).
 
         Takes every keyword of the constructor; ``api_key``, ``api_secret``, ``base_url`` and
         ``limiter`` given here win over the environment. Without ``TXC_BASE_URL`` the base URL is
-        :data:`DEFAULT_BASE_URL`; without a key the client serves public operations only.
+        [`DEFAULT_BASE_URL`][txc_async.DEFAULT_BASE_URL]; without a key the client serves public
+        operations only.
         """
         env = os.environ
         return cls(
@@ -362,8 +366,9 @@ class Client:
     async def close(self) -> None:
         """Close the HTTP session (an injected one is left open).
 
-        Calls still under way end at once with :class:`TransportError`; calls after this fail.
-        A client made by :meth:`with_options` only stops its own use.
+        Calls still under way end at once with [`TransportError`][txc_async.TransportError]; calls
+        after this fail. A client made by [`with_options`][txc_async.Client.with_options] only stops
+        its own use.
         """
         self._closed = True
         if not self._derived:
@@ -371,7 +376,8 @@ class Client:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called (on this client, or on the one it derives from)."""
+        """True once [`close`][txc_async.Client.close] was called (on this client, or on the one it
+        derives from)."""
         return self._closed or self._pipeline.closed
 
     @property
@@ -403,7 +409,7 @@ class Client:
     @property
     def stats(self) -> ClientStats:
         """Counters of requests, retries and refusals (shared with clients of
-        :meth:`with_options`)."""
+        [`with_options`][txc_async.Client.with_options])."""
         return self._pipeline.stats
 
     @property
@@ -553,8 +559,9 @@ class Client:
                 "client_order_id", client_order_id, CLIENT_ORDER_ID, CLIENT_ORDER_ID_RULE
             )
             # Under both names: the service reads clientOrderId and silently ignores
-            # client_order_id (SERVICE_NOTES; whitebit-exchange/docs,
-            # openapi/private/http-trade-v4.yaml), while a server built to SPEC.md reads
+            # client_order_id (whitebit-exchange/docs, openapi/private/http-trade-v4.yaml,
+            # createCollateralStopLimitOrder; the silent drop is stated in that repository's
+            # commit 9116e40), while a server built to the API's first specification reads
             # client_order_id. Each ignores the name it does not read, so the id reaches either.
             params["clientOrderId"] = params["client_order_id"] = checked
         if position_side is not None:

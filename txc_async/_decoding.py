@@ -1,6 +1,7 @@
 """Reads success answers into the typed models: msgspec's cached strict decoder first (the fast
-path), then a tolerant reading of what SPEC.md leaves open. A non-finite number never becomes a
-value either way: the answer is refused with :class:`AnswerFormatError`.
+path), then a tolerant reading of what the API's documentation leaves open. A non-finite number
+never becomes a value either way: the answer is refused with
+[`AnswerFormatError`][txc_async.AnswerFormatError].
 
 Tolerant means: a field may come in either of its spellings (a struct's ``wire_aliases``);
 ``""``, ``null`` or a missing value where a decimal or an optional object is documented reads as
@@ -98,7 +99,7 @@ def _finite_check(info: mi.Type) -> _Check | None:
 
 
 def _finite_value(info: mi.Type) -> Callable[[Any], bool] | None:
-    """Like :func:`_finite_check`, for one value of type ``info`` (an answer or a result)."""
+    """Like `_finite_check`, for one value of type ``info`` (an answer or a result)."""
     if isinstance(info, mi.DictType) and isinstance(info.value_type, mi.DecimalType):
         # A map of amounts (the balance): its values, checked at once.
         return lambda value: all(map(_is_finite, value.values()))
@@ -118,7 +119,7 @@ def _is_decimal(info: mi.Type) -> bool:
 class Unreadable(Exception):
     """Raised by an operation's result function: the answer fits its type, but what it says
     cannot be read (the message says why). The decoder turns it into
-    :class:`AnswerFormatError`."""
+    [`AnswerFormatError`][txc_async.AnswerFormatError]."""
 
 
 class _Twice(Exception):
@@ -135,7 +136,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _unique_spellings(
     aliases: Mapping[str, str],
 ) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
-    """Like :func:`_unique`, and a key written in both of its spellings (``orderId`` and
+    """Like `_unique`, and a key written in both of its spellings (``orderId`` and
     ``order_id``) with two different values is named twice as well."""
 
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -180,9 +181,10 @@ class _Unfit(Exception):
 class AnswerDecoder(Generic[W, R]):
     """Decodes one operation's success answer (type ``wire``) and turns it into its result.
 
-    ``write`` marks operations that change something (an :class:`AnswerFormatError` then says
-    that the server accepted the request); ``secret_answer`` marks answers that carry tokens, of
-    which an error keeps only the shape.
+    ``write`` marks operations that change something (an
+    [`AnswerFormatError`][txc_async.AnswerFormatError] then says that the server accepted the
+    request); ``secret_answer`` marks answers that carry tokens, of which an error keeps only the
+    shape.
 
     An answer that names a key twice in one object says two things: it is refused. A write's
     answer (small, and it says what the server did) is looked at for that every time; another
@@ -253,8 +255,8 @@ class AnswerDecoder(Generic[W, R]):
         raise AnswerFormatError(reason, body=self.kept_body(body), write=self.write)
 
     def tolerant(self, body: bytes) -> W:
-        """The careful reading of ``body``; raises :class:`AnswerFormatError` when it does not
-        fit."""
+        """The careful reading of ``body``; raises
+        [`AnswerFormatError`][txc_async.AnswerFormatError] when it does not fit."""
         reason: str
         try:
             data = _decode_json(body)
@@ -426,7 +428,7 @@ def _struct(info: mi.StructType, value: object, path: str) -> object:
         second = aliases.get(field.encode_name)
         if second is not None and second in value:
             if raw is msgspec.NODEFAULT:
-                # The field's other spelling (SPEC.md's snake_case).
+                # The field's other spelling (the first specification's snake_case).
                 where = f"{path}.{second}"
                 raw = value[second]
             elif raw != value[second]:

@@ -20,7 +20,7 @@ __all__ = [
     "client_closed",
 ]
 
-#: Most bytes of an unreadable answer an :class:`AnswerFormatError` keeps.
+#: Most bytes of an unreadable answer an [`AnswerFormatError`][txc_async.AnswerFormatError] keeps.
 MAX_KEPT_BODY = 4096
 
 

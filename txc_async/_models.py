@@ -54,21 +54,22 @@ class PlanStatus(enum.IntEnum):
 class OrderStatus(enum.StrEnum):
     """Status of an order.
 
-    Over REST the service answers ``FILLED``, ``PARTIALLY_FILLED`` and ``CANCELED`` (one L);
-    ``NEW`` is SPEC.md's and the WebSocket API's (whitebit-exchange/docs,
-    ``openapi/private/http-trade-v4.yaml``, schema ``ActiveOrderStatus``). ``CANCELLED`` is the
-    same member as ``CANCELED``, and both wire spellings read as it.
+    Over REST the service answers ``FILLED``, ``PARTIALLY_FILLED`` and ``CANCELED`` (one L); ``NEW``
+    is the WebSocket API's (whitebit-exchange/docs, ``openapi/private/http-trade-v4.yaml``, schema
+    ``ActiveOrderStatus``) and the API's first specification's. ``CANCELLED`` is the same member as
+    ``CANCELED``, and both wire spellings read as it.
     """
 
     NEW = "NEW"
     FILLED = "FILLED"
     PARTIALLY_FILLED = "PARTIALLY_FILLED"
     CANCELED = "CANCELED"
-    CANCELLED = "CANCELED"  # SPEC.md's spelling: an alias of the same member
+    CANCELLED = "CANCELED"  # the first specification's spelling: an alias of the same member
 
     @classmethod
     def _missing_(cls, value: object) -> OrderStatus | None:
-        # SPEC.md's "CANCELLED" on the wire: the value of no member, the meaning of one.
+        # The first specification's "CANCELLED" on the wire: the value of no member, the
+        # meaning of one.
         return cls.CANCELED if value == "CANCELLED" else None
 
 
@@ -107,9 +108,11 @@ class PositionSide(enum.StrEnum):
 # The same values as plain strings, for signatures that accept ``side="buy"`` as well as
 # ``Side.BUY`` while a type checker still rejects ``side="buyy"``.
 
-#: ``side`` of an order as a string: ``"buy"`` or ``"sell"`` (the values of :class:`Side`).
+#: ``side`` of an order as a string: ``"buy"`` or ``"sell"`` (the values of
+#: [`Side`][txc_async.Side]).
 SideLiteral: TypeAlias = Literal["buy", "sell"]
-#: ``position_side`` of a collateral order as a string (the values of :class:`PositionSide`).
+#: ``position_side`` of a collateral order as a string (the values of
+#: [`PositionSide`][txc_async.PositionSide]).
 PositionSideLiteral: TypeAlias = Literal["LONG", "SHORT", "BOTH"]
 #: The step of a hashrate series: five minutes, one hour or one day.
 IntervalLiteral: TypeAlias = Literal["5m", "1h", "24h"]
@@ -203,12 +206,13 @@ class CollateralOrder(
     """A collateral stop-limit order as the exchange recorded it.
 
     The service writes ``orderId``, ``clientOrderId``, ``dealMoney``, ``dealStock`` and
-    ``dealFee`` (whitebit-exchange/docs, ``openapi/private/http-trade-v4.yaml``: "the server has
-    always used camelCase"); SPEC.md writes them in snake_case. Either spelling reads.
+    ``dealFee`` (whitebit-exchange/docs, ``openapi/private/http-trade-v4.yaml``, corrected in
+    that repository's commit 9116e40: "the server has always used camelCase"); the API's first
+    specification writes them in snake_case. Either spelling reads.
     """
 
-    #: The second spelling of each field that has one (SPEC.md's), read where the first is
-    #: missing. Both spellings of one field in one answer make it unreadable.
+    #: The second spelling of each field that has one (the first specification's), read where
+    #: the first is missing. Both spellings of one field in one answer make it unreadable.
     wire_aliases: ClassVar[Mapping[str, str]] = {
         "orderId": "order_id", "clientOrderId": "client_order_id", "dealMoney": "deal_money",
         "dealStock": "deal_stock", "dealFee": "deal_fee",
@@ -246,8 +250,10 @@ class MiningReward(msgspec.Struct, frozen=True, rename="camel", gc=False):
 
     The live service also writes ``status``, ``rewardCurrency``, ``payoutDestination`` and, for a
     payout to an external address, ``payoutTransactionHash``, ``payoutAddress`` and
-    ``payoutTime`` (null for a main-balance payout); a pending reward's status and payout fields
-    change after it was first read. SPEC.md's records have none of them: they read as None.
+    ``payoutTime`` (null for a main-balance payout) (whitebit-exchange/docs,
+    ``openapi/private/main_api_v4.yaml``, schema ``MiningReward``); a pending reward's status and
+    payout fields change after it was first read. Records in the shape of the API's first
+    specification have none of them: they read as None.
     """
 
     mining_account_name: str

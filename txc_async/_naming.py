@@ -51,14 +51,14 @@ def named_iterator(
     method: Callable[P, AsyncGenerator[T, None]],
 ) -> Callable[P, AsyncIterator[T]]:
     """Decorator of an async-generator operation outside the client (such as
-    ``backfill_mining_rewards``): every :class:`TxcError` raised while it runs, its argument
-    errors included, names it."""
+    ``backfill_mining_rewards``): every [`TxcError`][txc_async.TxcError] raised while it runs, its
+    argument errors included, names it."""
     return _generator_naming(method.__name__, method)
 
 
 def name_operations(cls: C) -> C:
     """Class decorator: every public coroutine or async-generator method of ``cls`` (its
-    operations) names itself on any :class:`TxcError` raised while it runs.
+    operations) names itself on any [`TxcError`][txc_async.TxcError] raised while it runs.
 
     A coroutine operation is left as it is (a wrapper would be one more coroutine to resume at
     every wake-up of every call): its code is recorded, so that an argument error it raises

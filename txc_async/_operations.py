@@ -86,7 +86,7 @@ class Operation(Generic[R]):
     @property
     def group(self) -> str | None:
         """The rate-limit group the operation draws on besides its own scope (see
-        :func:`group_of`)."""
+        `group_of`)."""
         return group_of(self.path)
 
 
@@ -154,8 +154,9 @@ _decode_flat_balance = AnswerDecoder(
 
 def _ticker_balance(body: bytes) -> Decimal | dict[str, Decimal]:
     """The answer to a balance asked for one ticker: the service's flat ``{"main_balance":
-    "0.5"}`` (a Decimal), or the keyed answer of a server that does not filter (SPEC.md's
-    shape: every asset, zero balances perhaps left out)."""
+    "0.5"}`` (a Decimal; whitebit-exchange/docs, openapi/private/main_api_v4.yaml,
+    getMainBalance), or the keyed answer of a server that does not filter (the shape of the
+    API's first specification: every asset, zero balances perhaps left out)."""
     try:
         value = _decode_flat_balance(body)
     except AnswerFormatError as exc:

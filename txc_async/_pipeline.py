@@ -204,8 +204,9 @@ def _error_kind(exc: BaseException) -> str:
 
 
 class Pipeline:
-    """What every client derived from one :class:`txc_async.Client` shares: the HTTP session,
-    the signer (so the nonce source), the limiter and its budgets, the counters, the hooks."""
+    """What every client derived from one [`txc_async.Client`][txc_async.Client] shares: the HTTP
+    session, the signer (so the nonce source), the limiter and its budgets, the counters, the
+    hooks."""
 
     def __init__(
         self,

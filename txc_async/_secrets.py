@@ -12,7 +12,7 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, url
 
 __all__ = ["MIN_MASKED", "mask_secrets", "mask_text", "safe_url", "url_secrets"]
 
-#: The shortest secret :func:`mask_secrets` masks.
+#: The shortest secret `mask_secrets` masks.
 MIN_MASKED = 6
 
 

@@ -170,7 +170,7 @@ def check_text(name: str, value: object, *, max_length: int, min_length: int = 1
 
 def check_account_filter(value: object, name: str = "account") -> str:
     """The ``account`` filter of rewards and hashrate: any name of 1 to 255 characters without
-    control characters. The creation rule (:data:`ACCOUNT_NAME`) is not applied: the service
+    control characters. The creation rule (`ACCOUNT_NAME`) is not applied: the service
     documents no pattern for the filter, and its own examples use dashes
     (``my-mining-account-01``; whitebit-exchange/docs, openapi/private/main_api_v4.yaml)."""
     text = check_text(name, value, max_length=255)

@@ -3,17 +3,21 @@
 Installing txc_async registers this plugin with pytest (entry point ``pytest11``), so every test
 suite gets two fixtures, with nothing to import:
 
-- ``txc_sandbox``: a running :class:`txc_async.sandbox.Sandbox` on 127.0.0.1, new for each test;
-  inject faults with ``txc_sandbox.faults.add(...)`` and see what arrived in ``txc_sandbox.stats``.
-- ``txc_client``: a :class:`txc_async.Client` signed with the sandbox's key and bound to its URL,
-  with a limiter of its own (budgets do not carry over between tests); closed after the test.
+- ``txc_sandbox``: a running [`txc_async.sandbox.Sandbox`][txc_async.sandbox.Sandbox] on 127.0.0.1,
+  new for each test; inject faults with ``txc_sandbox.faults.add(...)`` and see what arrived in
+  ``txc_sandbox.stats``.
+- ``txc_client``: a [`txc_async.Client`][txc_async.Client] signed with the sandbox's key and bound
+  to its URL, with a limiter of its own (budgets do not carry over between tests); closed after the
+  test.
 
 Configure them per test, class or module with markers, whose keywords go to the constructors
-(closer markers win over farther ones, keyword by keyword)::
+(closer markers win over farther ones, keyword by keyword):
 
-    @pytest.mark.txc_sandbox(enforce_limits=False, mining_accounts=3)
-    @pytest.mark.txc_client(timeout=2.0, retry=txc_async.RetryPolicy(backoff_base=0.01))
-    async def test_something(txc_client): ...
+```python
+@pytest.mark.txc_sandbox(enforce_limits=False, mining_accounts=3)
+@pytest.mark.txc_client(timeout=2.0, retry=txc_async.RetryPolicy(backoff_base=0.01))
+async def test_something(txc_client): ...
+```
 
 Every test also meets its servers afresh: the process-wide estimates of servers' clocks (which
 clients of one server share, keyed by its address) are forgotten before each test, so that a
@@ -80,7 +84,7 @@ def _txc_fresh_server_clocks() -> None:
 
 @_async_fixture
 async def txc_sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
-    """A running :class:`~txc_async.sandbox.Sandbox` on 127.0.0.1, closed after the test.
+    """A running [`Sandbox`][txc_async.sandbox.Sandbox] on 127.0.0.1, closed after the test.
 
     ``@pytest.mark.txc_sandbox(**kwargs)`` passes keyword arguments to ``Sandbox``.
     """
@@ -92,10 +96,10 @@ async def txc_sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
 async def txc_client(
     request: pytest.FixtureRequest, txc_sandbox: Sandbox
 ) -> AsyncIterator[Client]:
-    """A :class:`~txc_async.Client` with the sandbox's key, bound to ``txc_sandbox``, closed
+    """A [`Client`][txc_async.Client] with the sandbox's key, bound to ``txc_sandbox``, closed
     after the test.
 
-    It has an :class:`~txc_async.InProcessLimiter` of its own unless the
+    It has an [`InProcessLimiter`][txc_async.InProcessLimiter] of its own unless the
     ``@pytest.mark.txc_client(**kwargs)`` marker gives a ``limiter``; the marker's other keyword
     arguments go to ``Client`` too (``retry``, ``timeout``, ``rate_limits``...).
     """

@@ -172,7 +172,7 @@ class PartWriter:
 
 
 def read_part_rows(directory: Path) -> Iterator[WireReward]:
-    """The rows of every part file (see :func:`read_part_file`)."""
+    """The rows of every part file (see `read_part_file`)."""
     for path in part_files(directory):
         yield from read_part_file(path)
 

@@ -160,7 +160,7 @@ def read_rows(
     path: Path, fmt: Literal["jsonl", "csv"], *, torn: bool = False
 ) -> Iterator[WireReward]:
     """The rows of the file, one at a time (the file may hold millions); ``torn``: its last
-    line was cut (see :func:`ends_whole`), and is left out."""
+    line was cut (see `ends_whole`), and is left out."""
     with path.open("rb") as handle:
         yield from _rows(path, fmt, _whole_lines(handle, path, fmt) if torn else handle)
 

@@ -219,7 +219,7 @@ def _replace_in_parts(out: Path, replacement: Replacement) -> None:
 def upgrade_output(out: Path, fmt: Format, plan: RewardPlan) -> dict[int, set[int]] | None:
     """If the output was written before rewards' status and payouts were read: the days of its
     rows, by job (all of them are read again, to learn what the rows lack), else ``None``.
-    :func:`rewrite_legacy` then rewrites it in today's format."""
+    `rewrite_legacy` then rewrites it in today's format."""
     if fmt == "parquet":
         paths = legacy_parts(out)
         if not paths:

@@ -3,7 +3,7 @@
 One rule serves every limiter backend. A burst of concurrent refusals is one event: only a refusal
 of a request admitted after the last pause began starts a new one. The pause is the server's
 Retry-After (seconds or an HTTP date) when it gave one, else 1 s doubling per event, with jitter;
-every pause lies between :data:`MIN_PAUSE` and :data:`MAX_PAUSE`. When the server refuses below
+every pause lies between `MIN_PAUSE` and `MAX_PAUSE`. When the server refuses below
 the configured limit, and a second refusal confirms it (in the same burst, or right after the
 pause), the budget keeps to what the server accepted in the window before the refusal. A lone
 refusal (another client on the same address, a passing fault) only pauses.
@@ -62,7 +62,7 @@ def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], f
 
     ``retry_after`` (seconds, already converted from an HTTP date) when the server gave one,
     else 1 s doubling with each event in a row (``streak`` events before this one), stretched
-    by 0 to 25 % of jitter; always between :data:`MIN_PAUSE` and :data:`MAX_PAUSE`.
+    by 0 to 25 % of jitter; always between `MIN_PAUSE` and `MAX_PAUSE`.
     """
     if retry_after is not None and not math.isnan(retry_after):
         return min(MAX_PAUSE, max(MIN_PAUSE, retry_after))

@@ -192,7 +192,7 @@ class Limiter(Protocol):
         ``nonce_clock`` (milliseconds on the server-aligned clock) is given for signed requests:
         a backend shared by several processes then draws the request's nonce from one counter
         per API key (``nonce_key``, a hash of it; ``key_id`` when not given) and returns it in
-        :attr:`Admission.nonce`. The client's clock also has
+        [`Admission.nonce`][txc_async.Admission]. The client's clock also has
         ``known_ceiling_ms()``: the highest nonce the server can have accepted so far, or None
         while no answer bounds the server's clock; only down to it may a backend bring back a
         counter left far ahead.
@@ -203,7 +203,8 @@ class Limiter(Protocol):
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
         """Record how an admitted request ended in every budget it drew on; returns the pause in
-        seconds it now has to keep (0 unless ``outcome`` is :attr:`Outcome.RATE_LIMITED`).
+        seconds it now has to keep (0 unless ``outcome`` is
+        [`Outcome.RATE_LIMITED`][txc_async.Outcome]).
 
         A rate-limit refusal pauses, and may teach a lower limit to, one budget: the request's
         group when other operations' requests were answered in that group's window (their
@@ -226,15 +227,16 @@ class Limiter(Protocol):
 
 
 class BaseLimiter:
-    """The optional abilities of a :class:`Limiter`, declared, with defaults that say "not
-    supported": a backend derives from this class, implements the :class:`Limiter` methods, and
-    overrides the abilities it has. A limiter that does not derive from it is used as if it had
-    the defaults.
+    """The optional abilities of a [`Limiter`][txc_async.Limiter], declared, with defaults that say
+    "not supported": a backend derives from this class, implements the
+    [`Limiter`][txc_async.Limiter] methods, and overrides the abilities it has. A limiter that does
+    not derive from it is used as if it had the defaults.
     """
 
-    #: Whether :meth:`Limiter.acquire` and :meth:`Limiter.try_acquire` take ``groups`` (and
-    #: ``acquire`` ``nonce_key``). A limiter that does not is given each request's own scope
-    #: alone (its groups' budgets are not kept) and draws nonces, if it does, by ``key_id``.
+    #: Whether [`Limiter.acquire`][txc_async.Limiter.acquire] and
+    #: [`Limiter.try_acquire`][txc_async.Limiter.try_acquire] take ``groups`` (and ``acquire``
+    #: ``nonce_key``). A limiter that does not is given each request's own scope alone (its groups'
+    #: budgets are not kept) and draws nonces, if it does, by ``key_id``.
     takes_groups: ClassVar[bool] = False
 
     def holds(self, admission: Admission) -> bool:

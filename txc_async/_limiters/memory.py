@@ -71,7 +71,7 @@ class FifoTurns:
     waiter that leaves (admitted, cancelled or timed out) hands the turn to the next. Waiters may
     come from several event loops, in several threads: ``lock`` guards the queue, and a waiter of
     another loop is woken through that loop. Callers may hold ``lock`` to read the queue together
-    with their own state, but must not hold it while calling :meth:`enter` or :meth:`leave`.
+    with their own state, but must not hold it while calling `enter` or `leave`.
     """
 
     __slots__ = ("_waiters", "lock")
@@ -87,7 +87,7 @@ class FifoTurns:
         return len(self._waiters)
 
     async def enter(self) -> asyncio.Future[None]:
-        """Join the queue and wait to be its head; returns the ticket to give to :meth:`leave`."""
+        """Join the queue and wait to be its head; returns the ticket to give to `leave`."""
         loop = asyncio.get_running_loop()
         ticket: asyncio.Future[None] = loop.create_future()
         with self.lock:
@@ -134,7 +134,7 @@ class FifoTurns:
                 waiters.popleft()
                 continue
             # A done ticket is either awake already or cancelled; a cancelled waiter leaves
-            # through :meth:`leave`, which passes the turn on.
+            # through `leave`, which passes the turn on.
             if head.done():
                 return
             if loop is _running_loop():
@@ -272,16 +272,16 @@ def _locked_in_order(budgets: list[_Budget], stack: contextlib.ExitStack) -> Non
 
 
 class InProcessLimiter(BaseLimiter):
-    """Keeps every budget of the process in memory (see :class:`txc_async.Limiter`).
+    """Keeps every budget of the process in memory (see [`txc_async.Limiter`][txc_async.Limiter]).
 
-    Exact whatever the network delays: a request counts in its budget's window from its
-    admission until one window after its answer (or after its deadline when no answer came).
-    Waiters are admitted first-in-first-out; only the head of a queue sleeps, and an answer
-    wakes it. A waiter cancelled (or timed out) before admission consumes no budget. With budget
-    to spare and no one waiting, :meth:`try_acquire` admits without suspending. After a
-    rate-limit refusal the budget pauses (see :mod:`txc_async._backoff`); when the server
-    refuses below the configured limit, the budget keeps to what it accepted. Budgets idle for
-    longer than their window are dropped. One limiter may serve every event loop of the process,
+    Exact whatever the network delays: a request counts in its budget's window from its admission
+    until one window after its answer (or after its deadline when no answer came). Waiters are
+    admitted first-in-first-out; only the head of a queue sleeps, and an answer wakes it. A waiter
+    cancelled (or timed out) before admission consumes no budget. With budget to spare and no one
+    waiting, [`try_acquire`][txc_async.InProcessLimiter.try_acquire] admits without suspending.
+    After a rate-limit refusal the budget pauses (see `txc_async._limiters.backoff`); when the
+    server refuses below the configured limit, the budget keeps to what it accepted. Budgets idle
+    for longer than their window are dropped. One limiter may serve every event loop of the process,
     in any thread. ``clock``, ``sleep`` and ``random`` (jitter of the backoff, in [0, 1)) can be
     replaced, e.g. by a fake clock in tests.
     """
@@ -430,7 +430,8 @@ class InProcessLimiter(BaseLimiter):
     def _try_all(
         self, key_id: str, scope: str, limit: RateLimit, timeout: float, groups: Groups
     ) -> Admission | None:
-        """:meth:`try_acquire` of a request that draws on its groups' budgets too."""
+        """[`try_acquire`][txc_async.InProcessLimiter.try_acquire] of a request that draws on its
+        groups' budgets too."""
         known = self._budgets
         if len(groups) == 1:
             # Every operation has one group: its two locks taken without a stack of them.
@@ -529,8 +530,8 @@ class InProcessLimiter(BaseLimiter):
     def settle(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
-        """Record how an admitted request ended (see :class:`txc_async.Outcome`) and wake
-        the head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
+        """Record how an admitted request ended (see [`txc_async.Outcome`][txc_async.Outcome]) and
+        wake the head waiter; returns the pause the budget now keeps (0 unless rate-limited)."""
         budget = admission.token
         if type(budget) is not _Budget:
             if type(budget) is _Drawn:
@@ -557,7 +558,8 @@ class InProcessLimiter(BaseLimiter):
     def _settle_all(
         self, admission: Admission, drawn: _Drawn, outcome: Outcome, retry_after: float | None
     ) -> float:
-        """:meth:`settle` for a request that drew on its groups' budgets too."""
+        """[`settle`][txc_async.InProcessLimiter.settle] for a request that drew on its groups'
+        budgets too."""
         admission.token = None
         limits = (admission.limit, *[limit for _, limit in admission.groups])
         now = self._clock()

@@ -49,7 +49,7 @@ __all__ = ["RESEED_GRACE", "WATCH_INTERVAL", "RedisLimiter"]
 WATCH_INTERVAL = 0.1
 #: When a server's generation marker is missing (the store lost its data, or the server was not
 #: used for a day, or ever), its admissions hold this long (seconds): every process still sending
-#: finds out meanwhile (it looks every :data:`WATCH_INTERVAL`) and writes its anchors back. A
+#: finds out meanwhile (it looks every `WATCH_INTERVAL`) and writes its anchors back. A
 #: process cannot tell a loss from a first use, so a first use waits too.
 RESEED_GRACE = 0.5
 
@@ -140,41 +140,44 @@ class _KeyState:
 
 
 class RedisLimiter(SharedLimiter):
-    """A :class:`txc_async.Limiter` whose budgets live in Redis (``cluster=True``: a Redis
-    Cluster).
+    """A [`txc_async.Limiter`][txc_async.Limiter] whose budgets live in Redis (``cluster=True``: a
+    Redis Cluster).
 
-    The service counts requests per IP address: budgets belong to the server, and every API
-    key used with it draws on the same ones. Give every process that leaves through one IP
-    address a ``RedisLimiter`` on the same Redis and ``namespace``: together they never let the
-    server count more than a budget's limit in any window, whatever the network delays (each
-    request is anchored at its deadline until its answer, as in
-    :class:`txc_async.InProcessLimiter`). Machines that leave through different IP addresses
-    are counted apart by the service: give each its own ``namespace`` (sharing one would hold
-    each to a share of its own budget). The service takes each nonce once per API key, whatever
-    the address: machines that use the same API keys under different namespaces give them one
-    ``nonce_namespace`` (by default their ``namespace``), so that each key's nonces still come
-    from one counter. A request draws on its scope's budget and on its
+    The service counts requests per IP address: budgets belong to the server, and every API key used
+    with it draws on the same ones. Give every process that leaves through one IP address a
+    ``RedisLimiter`` on the same Redis and ``namespace``: together they never let the server count
+    more than a budget's limit in any window, whatever the network delays (each request is anchored
+    at its deadline until its answer, as in
+    [`txc_async.InProcessLimiter`][txc_async.InProcessLimiter]). Machines that leave through
+    different IP addresses are counted apart by the service: give each its own ``namespace``
+    (sharing one would hold each to a share of its own budget). The service takes each nonce once
+    per API key, whatever the address: machines that use the same API keys under different
+    namespaces give them one ``nonce_namespace`` (by default their ``namespace``), so that each
+    key's nonces still come from one counter. A request draws on its scope's budget and on its
     groups' in one script: from every one of them, or, when one has no room, from none. Signed
-    requests draw their nonces from one counter per API key on the server-aligned clock, so no
-    two processes send the same nonce. Keys (ids are hashes, never a key)::
+    requests draw their nonces from one counter per API key on the server-aligned clock, so no two
+    processes send the same nonce. Keys (ids are hashes, never a key):
 
-        {namespace}:{<server id>}:<scope or group>          the budget's anchors (a sorted set)
-        {namespace}:{<server id>}:<scope or group>:pause    the budget's pause after a refusal
-        {namespace}:{<server id>}:<scope or group>:window   the longest window it is counted in
-        {nonce_namespace}:{<server id>}:nonce:<API key id>  the API key's nonce counter
-        {namespace}:{<server id>}:generation                the marker that tells a loss of data
+    ```text
+    {namespace}:{<server id>}:<scope or group>          the budget's anchors (a sorted set)
+    {namespace}:{<server id>}:<scope or group>:pause    the budget's pause after a refusal
+    {namespace}:{<server id>}:<scope or group>:window   the longest window it is counted in
+    {nonce_namespace}:{<server id>}:nonce:<API key id>  the API key's nonce counter
+    {namespace}:{<server id>}:generation                the marker that tells a loss of data
+    ```
 
     The braces make the server id a hash tag: a cluster keeps every key of one server in one
     slot. Every key expires once nothing depends on it. When the store loses its data, the
-    server's admissions hold for :data:`RESEED_GRACE` seconds while every running process
+    server's admissions hold for `RESEED_GRACE` seconds while every running process
     writes back the anchors and nonces it knows of (so does the first use of a server, which a
     process cannot tell from a loss); requests of a process that had already ended are known to
     no one. The pause after a refusal is shared through Redis (for the budget the refusal is
     blamed on); a learned limit stays in the process that learned it.
 
-    If Redis cannot be reached, :meth:`acquire` raises :class:`txc_async.TransportError` rather
-    than let requests go out unlimited. A limiter belongs to one event loop (its connections
-    do). Needs ``pip install 'txc_async[redis]'``.
+    If Redis cannot be reached, [`acquire`][txc_async.Limiter.acquire] raises
+    [`txc_async.TransportError`][txc_async.TransportError] rather than let requests go out
+    unlimited. A limiter belongs to one event loop (its connections do). Needs ``pip install
+    'txc_async[redis]'``.
     """
 
     def __init__(

@@ -4,8 +4,8 @@ that asks the store until it admits.
 
 A subclass keeps the anchors (the latest moment each request could have reached the server: its
 deadline while in flight, its answer once answered) in its store and implements
-:meth:`SharedLimiter._admit` (one atomic look at the store, across every budget a request draws
-on) and :meth:`SharedLimiter._record`.
+`SharedLimiter._admit` (one atomic look at the store, across every budget a request draws
+on) and `SharedLimiter._record`.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class Entry:
 
 
 class Request:
-    """One call of :meth:`SharedLimiter.acquire`: what it asks the store for, on every try."""
+    """One call of `SharedLimiter.acquire`: what it asks the store for, on every try."""
 
     __slots__ = (
         "asked_the_server", "budgets", "groups", "key_id", "limits", "nonce_clock", "nonce_key",
@@ -260,7 +260,7 @@ class SharedLimiter(BaseLimiter):
     async def _wait(self, request: Request, verdict: Verdict) -> None:
         """Wait as the store's ``verdict`` says, for the budget it names: until its requests in
         flight are answered (in this process, which wakes the waiter, or in another, which only
-        the store knows: asked again every :data:`IN_FLIGHT_RECHECK`), else for its wait."""
+        the store knows: asked again every `IN_FLIGHT_RECHECK`), else for its wait."""
         if verdict.wait <= 0:
             return
         if verdict.nonce and await self._nonce_ahead(request, verdict.wait):
@@ -307,7 +307,7 @@ class SharedLimiter(BaseLimiter):
         """Record how an admitted request ended in every budget it drew on: the store's anchors
         move to the answer (in the background; until then the deadlines stand), and a
         rate-limit refusal pauses the budget it is blamed on (see
-        :func:`txc_async._limiters.backoff.blamed_group`) for every process sharing it. Returns
+        `txc_async._limiters.backoff.blamed_group`) for every process sharing it. Returns
         the pause in seconds (0 unless rate-limited)."""
         entry = admission.token
         assert isinstance(entry, Entry)

@@ -92,27 +92,28 @@ def _set_up(db: sqlite3.Connection, busy_timeout: float) -> None:
 
 
 class SQLiteLimiter(SharedLimiter):
-    """A :class:`txc_async.Limiter` whose budgets live in one SQLite file, shared by every
-    process of one machine that opens the same ``path``.
+    """A [`txc_async.Limiter`][txc_async.Limiter] whose budgets live in one SQLite file, shared by
+    every process of one machine that opens the same ``path``.
 
-    Budgets belong to the server, as the service counts them (per IP address): every API key
-    used with one server draws on the same budgets, its scopes' and its groups'. The processes
-    together never let the server count more than a budget's limit in any window, whatever the
-    network delays (each request is anchored at its deadline until its answer, as in
-    :class:`txc_async.InProcessLimiter`), and a process started right after another (a backfill
-    interrupted and rerun) continues within the same windows. A request draws on its scope's
-    budget and its groups' in one transaction: from every one of them, or, when one has no
-    room, from none. Signed requests draw their nonces from one counter per API key in the
-    file, on the server-aligned clock. The pause after a refusal is shared (for the budget the
-    refusal is blamed on); a learned limit stays in the process that learned it.
+    Budgets belong to the server, as the service counts them (per IP address): every API key used
+    with one server draws on the same budgets, its scopes' and its groups'. The processes together
+    never let the server count more than a budget's limit in any window, whatever the network delays
+    (each request is anchored at its deadline until its answer, as in
+    [`txc_async.InProcessLimiter`][txc_async.InProcessLimiter]), and a process started right after
+    another (a backfill interrupted and rerun) continues within the same windows. A request draws on
+    its scope's budget and its groups' in one transaction: from every one of them, or, when one has
+    no room, from none. Signed requests draw their nonces from one counter per API key in the file,
+    on the server-aligned clock. The pause after a refusal is shared (for the budget the refusal is
+    blamed on); a learned limit stays in the process that learned it.
 
     Time is the wall clock, which the machine's processes share. If it steps back, anchors then
     lying further ahead than a window plus their request's timeout are dropped (they cannot be
     real); if it steps forward, the windows it skips count as past. Waiters of one process are
-    served first-in-first-out. The file is created (with its folder) if missing; it holds no
-    secret, only ids (hashes) of servers and keys. ``busy_timeout`` bounds the wait for another
-    process's transaction; past it, :meth:`acquire` raises :class:`txc_async.TransportError`
-    rather than let requests go out unlimited.
+    served first-in-first-out. The file is created (with its folder) if missing; it holds no secret,
+    only ids (hashes) of servers and keys. ``busy_timeout`` bounds the wait for another process's
+    transaction; past it, [`acquire`][txc_async.Limiter.acquire] raises
+    [`txc_async.TransportError`][txc_async.TransportError] rather than let requests go out
+    unlimited.
     """
 
     def __init__(
@@ -355,8 +356,9 @@ class SQLiteLimiter(SharedLimiter):
 
 
 class _Transaction:
-    """``with limiter._transaction() as cursor``: one ``BEGIN IMMEDIATE`` transaction, committed
-    on success and rolled back on error; SQLite errors become :class:`TransportError`."""
+    """``with limiter._transaction() as cursor``: one ``BEGIN IMMEDIATE`` transaction, committed on
+    success and rolled back on error; SQLite errors become
+    [`TransportError`][txc_async.TransportError]."""
 
     __slots__ = ("_cursor", "_limiter")
 

@@ -32,8 +32,8 @@ def default_limiter_url() -> str:
 
 
 def check_limiter_url(url: object) -> str:
-    """``url`` if it names a limiter :func:`limiter_from_url` can make (nothing is opened or
-    connected), else a ``ValueError`` naming the accepted forms."""
+    """``url`` if it names a limiter [`limiter_from_url`][txc_async.limiter_from_url] can make
+    (nothing is opened or connected), else a ``ValueError`` naming the accepted forms."""
     if not isinstance(url, str):
         raise ValueError(f"a limiter URL is a string ({_SCHEMES})")
     parts = urlsplit(url.strip())

@@ -21,21 +21,21 @@ __all__ = ["BackfillSink", "job_ledger", "run_backfill", "run_reward_jobs"]
 class BackfillSink(Generic[R]):
     """Where a backfill's records go, and what it is told as the run goes on.
 
-    The engine calls, in this order for each job: :meth:`write` for every page of its walk, then
-    :meth:`finish` once; once every job is finished, :meth:`found` for what the check finds in a
-    job's range, then :meth:`checked` once. A record reaches the sink once, by ``write`` or by
+    The engine calls, in this order for each job: `write` for every page of its walk, then
+    `finish` once; once every job is finished, `found` for what the check finds in a
+    job's range, then `checked` once. A record reaches the sink once, by ``write`` or by
     ``found``. The methods are synchronous: a sink that blocks slows the workers, as a slow
     reader of the queue does.
 
     This base class takes nothing and is told nothing: it serves a caller that reads the
-    batches :func:`run_backfill` yields (the public iterator).
+    batches `run_backfill` yields (the public iterator).
     """
 
     def write(self, job: RewardJob, records: list[R]) -> None:
         """A page of ``job``'s walk (never empty), newest first."""
 
     def finish(self, job: RewardJob) -> None:
-        """``job``'s walk is over: every record of it was given to :meth:`write` before."""
+        """``job``'s walk is over: every record of it was given to `write` before."""
 
     def found(self, job: RewardJob, records: list[R]) -> None:
         """Records the check found in ``job``'s range (a job finished before), never empty."""
@@ -121,10 +121,10 @@ async def run_backfill(
     """Walk ``jobs`` and check them, handing every record to ``sink`` once; yield each batch
     right after the sink took it (a caller that only wants the sink's work drains it).
 
-    ``ledger`` (see :func:`job_ledger`) holds the ranges the check covers and what earlier runs
+    ``ledger`` (see `job_ledger`) holds the ranges the check covers and what earlier runs
     returned there, for a resumed export; by default the ranges of ``jobs``, empty. ``cursors``
     resumes jobs part-way. The check begins once every job is finished: a run that fails or is
-    left early ends without it (and without :meth:`BackfillSink.checked`). Leaving early cancels
+    left early ends without it (and without `BackfillSink.checked`). Leaving early cancels
     the workers at once.
     """
     if ledger is None:

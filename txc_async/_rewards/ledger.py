@@ -66,7 +66,7 @@ _encode = msgspec.msgpack.Encoder().encode
 
 
 def record_digest(record: Any) -> bytes:
-    """A 128-bit digest of a reward's identity (:func:`~txc_async._rewards.walk.fixed_fields`:
+    """A 128-bit digest of a reward's identity (`fixed_fields`:
     its account, date and currency), whatever read it (``MiningReward`` or ``WireReward``, from
     the wire or a file) and whatever its changing fields say: equal for one reward read before
     and after it settled."""
@@ -74,7 +74,7 @@ def record_digest(record: Any) -> bytes:
     return hashlib.blake2b(_encode(fixed_fields(record)), digest_size=_DIGEST_BYTES).digest()
 
 
-#: The digest of records as read from the wire: the same as :func:`record_digest`, since a
+#: The digest of records as read from the wire: the same as `record_digest`, since a
 #: reward's identity holds no amount whose spelling could differ between readers.
 wire_digest = record_digest
 
@@ -116,7 +116,7 @@ class _Segment:
 
 class RewardLedger(Generic[R]):
     """What walks returned, per range (``key``: a backfill's piece, say) and date, for
-    :func:`check_rewards`. Records are compared by :func:`record_digest` (their identity), so
+    `check_rewards`. Records are compared by `record_digest` (their identity), so
     rows read back from a file, whatever its spelling of amounts, compare with the wire's."""
 
     def __init__(self) -> None:

@@ -41,7 +41,8 @@ class WireReward(msgspec.Struct, frozen=True, rename="camel"):
     Exports use it: writing a reward to a file needs no ``Decimal``, and a string the server
     sent cannot be rounded. ``MiningReward`` is the same record with ``Decimal`` amounts and
     enums. The status and payout fields are the wire's strings (``None`` where the server
-    sent null or nothing, as SPEC.md's records and rows written before they were read).
+    sent null or nothing, as in the records of the API's first specification and rows written
+    before they were read).
     """
 
     mining_account_name: str
@@ -163,7 +164,7 @@ def _written_out(amount: Decimal) -> str:
 def _wire_records(body: bytes) -> Page[WireReward]:
     """The page's records with their amounts as the wire spells them. A page whose amounts are
     all plain decimal strings is taken as it is; any other goes through the typed decoder, and
-    each record still keeps every plain amount as the wire wrote it (see :func:`_from_typed`),
+    each record still keeps every plain amount as the wire wrote it (see `_from_typed`),
     whatever else its page holds."""
     try:
         page = _decode_wire_page(body)
@@ -192,10 +193,10 @@ WIRE_RECORDS: Operation[Page[WireReward]] = Operation(
 
 
 def fixed_fields(record: MiningReward | WireReward) -> tuple[str, int, str]:
-    """A reward's identity: what the service keeps fixed for it, its account, date and
-    currency (``""`` where the record names none: SPEC.md's records, rows written before the
-    currency was read). The one definition the walk's ``seen``, the check's digests and the
-    exports' settling all compare.
+    """A reward's identity: what the service keeps fixed for it, its account, date and currency
+    (``""`` where the record names none: the records of the API's first specification, rows written
+    before the currency was read). The one definition the walk's ``seen``, the check's digests and
+    the exports' settling all compare.
 
     Why these three. The API gives rewards no identifier, and its documentation
     (whitebit-exchange/docs, ``openapi/private/main_api_v4.yaml``, schema ``MiningReward``)
@@ -281,7 +282,7 @@ async def walk_rewards(
       record to a later position, never an earlier one. Every request reads the positions right
       after the ones already read in the same ``to``-range, so whatever was not read yet lies at
       or after ``offset`` and is read later.
-    * A reward is its identity (:func:`fixed_fields`: account, date, currency), never its
+    * A reward is its identity (`fixed_fields`: account, date, currency), never its
       changing fields: a reward read ``pending`` on one page and ``successful`` on a later
       one (it settled while the walk ran) is one reward, returned once, in the state first
       read. Records of one identity are one reward, returned once (the walk could not tell a

@@ -168,7 +168,7 @@ class ServerClock:
         return _ms(self.local.time()) + NONCE_WINDOW_MS if known is None else known
 
     def known_ceiling_ms(self) -> int | None:
-        """:meth:`ceiling_ms` where an answer bounds the server's clock, else None: before any
+        """`ceiling_ms` where an answer bounds the server's clock, else None: before any
         answer nothing bounds it (the server's clock may be ahead of this machine's)."""
         hi = self._hi
         if self._offset is None or hi == math.inf:
@@ -185,13 +185,13 @@ class ServerClock:
         return now_ms + (MAX_NONCE_LEAD_MS - lead) - MAX_NONCE_AGE_MS
 
     def lead_ms(self) -> int:
-        """How far (ms) a nonce may be ahead of :meth:`now_ms`: ``MAX_NONCE_LEAD_MS``, shortened
+        """How far (ms) a nonce may be ahead of `now_ms`: ``MAX_NONCE_LEAD_MS``, shortened
         when the estimate is so uncertain (a slow link) that the lead could overrun the server's
         window: a nonce stays below the earliest the server's clock can read, plus the window."""
         return self.reading()[1]
 
     def reading(self) -> tuple[int, int]:
-        """:meth:`now_ms` and :meth:`lead_ms` from one reading of the local clock."""
+        """`now_ms` and `lead_ms` from one reading of the local clock."""
         offset = self._offset
         if offset is None:
             return _ms(self.now()), MAX_NONCE_LEAD_MS

@@ -45,7 +45,7 @@ class FirstAnswer:
     ) -> bool:
         """Wait (at most ``timeout`` seconds) for the answer to the request to ``clock``'s
         server that went first, or for ``ask`` (seconds) to learn the server's time; True when
-        the caller's request is to go first (it must :meth:`leave` once its exchange ends)."""
+        the caller's request is to go first (it must `leave` once its exchange ends)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         asking: asyncio.Future[object] | None = None

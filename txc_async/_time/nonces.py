@@ -212,8 +212,8 @@ def _forget_passed_floors() -> None:
 
 class BaseNonceClock:
     """A clock a shared limiter draws nonces on, with the abilities it may have declared:
-    called, the server's time now (ms); :meth:`known_ceiling_ms`, the highest nonce the server
-    can have accepted so far (None: not known); :meth:`learn`, asking the server's time. A plain
+    called, the server's time now (ms); `known_ceiling_ms`, the highest nonce the server
+    can have accepted so far (None: not known); `learn`, asking the server's time. A plain
     function of no arguments serves as a clock with neither."""
 
     __slots__ = ()
@@ -233,7 +233,7 @@ class BaseNonceClock:
 
 class NonceClock(BaseNonceClock):
     """The clock a shared limiter draws a key's nonces on: called, the server's time now (ms)
-    as this process estimates it; :meth:`known_ceiling_ms`, the highest nonce the server can
+    as this process estimates it; `known_ceiling_ms`, the highest nonce the server can
     have accepted so far, when an answer bounds its clock.
 
     A shared counter far ahead of the clock comes back only to that ceiling: every value above
@@ -297,7 +297,7 @@ class NonceClock(BaseNonceClock):
 
 
 def known_ceiling(nonce_clock: Callable[[], int]) -> int | None:
-    """The ceiling a nonce clock knows (see :class:`BaseNonceClock`); None for a plain
+    """The ceiling a nonce clock knows (see `BaseNonceClock`); None for a plain
     function."""
     if isinstance(nonce_clock, BaseNonceClock):
         return nonce_clock.known_ceiling_ms()

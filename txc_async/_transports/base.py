@@ -1,5 +1,5 @@
 """The transport's interface: one method that sends a request's bytes and returns the answer's,
-and the optional abilities a transport declares by deriving from :class:`BaseTransport`."""
+and the optional abilities a transport declares by deriving from `BaseTransport`."""
 
 # No postponed annotations here: the reference generator reads RawResponse's fields from them.
 import asyncio
@@ -22,9 +22,10 @@ class RawResponse(NamedTuple):
 
 
 class Transport(Protocol):
-    """Sends one HTTP request. Raises only :class:`TransportError` (or :class:`RequestTimeout`).
+    """Sends one HTTP request. Raises only [`TransportError`][txc_async.TransportError] (or
+    [`RequestTimeout`][txc_async.RequestTimeout]).
 
-    Any object with these two methods serves; one that derives from :class:`BaseTransport`
+    Any object with these two methods serves; one that derives from `BaseTransport`
     may also declare the abilities the pipeline uses when they are there."""
 
     async def send(
@@ -83,7 +84,7 @@ class ConnectionSlots:
 
 
 class BaseTransport:
-    """The optional abilities of a :class:`Transport`, declared, with defaults that say "not
+    """The optional abilities of a `Transport`, declared, with defaults that say "not
     supported": a transport derives from this class, implements ``send`` and ``aclose``, and
     overrides the abilities it has. A transport that does not derive from it is used as if it
     had the defaults.

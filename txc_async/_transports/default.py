@@ -148,12 +148,12 @@ def _peer_closed(connection: Connection) -> bool:
 
 
 class AiohttpTransport(BaseTransport):
-    """A transport over one :class:`aiohttp.ClientSession`, kept for the client's life.
+    """A transport over one `aiohttp.ClientSession`, kept for the client's life.
 
     The session is created on first use (inside the running loop) unless one is injected; an
     injected session belongs to the caller and is not closed here. An answer larger than
     ``max_answer_bytes`` is not read further: the connection is closed and the request fails
-    with :class:`TransportError`.
+    with [`TransportError`][txc_async.TransportError].
 
     Every error is raised outside the ``except`` clause that caught aiohttp's: aiohttp's
     exceptions carry the request's headers (key, payload, signature), and none of them may be

@@ -18,7 +18,7 @@ path a test replaced (aioresponses), or an aiohttp whose parts differ, goes thro
 The parts used here are aiohttp's private ones, so the path proves itself instead of trusting
 their names: a session's first exchange first reads an answer offline with them (the parts that
 run after the request is written, where nothing could be taken back), and every exchange runs
-the parts before the write under a guard. Any failure of theirs raises :class:`NotReady` before a
+the parts before the write under a guard. Any failure of theirs raises `NotReady` before a
 byte of the request was written, and the transport then sends that request, and every later one
 of the session, through ``ClientSession.request``.
 """
@@ -90,7 +90,7 @@ _ANSWER_SETTINGS = {
 _Origin = tuple[str, str, str | None]
 _serialize_headers = getattr(http_writer, "_serialize_headers", None)
 #: This aiohttp has the parts an exchange is made of here. Whether they work as this module
-#: uses them is proven on a session's first exchange (see :class:`NotReady`), not here.
+#: uses them is proven on a session's first exchange (see `NotReady`), not here.
 DIRECT = _serialize_headers is not None and all(
     hasattr(aiohttp, name) for name in ("ClientConnectionResetError", "ConnectionTimeoutError")
 )
@@ -136,7 +136,7 @@ async def read_body(
     content: StreamReader, answer: Mapping[str, str], empty: bool, limit: int
 ) -> bytes | None:
     """An answer's body from aiohttp's stream, or None (not read further) when it is larger
-    than ``limit``. An ``empty`` answer (see :func:`bodyless`) has none, whatever its
+    than ``limit``. An ``empty`` answer (see `bodyless`) has none, whatever its
     Content-Length says."""
     if empty:
         return await content.read()
@@ -166,7 +166,7 @@ async def _read_chunks(content: StreamReader, limit: int) -> bytes | None:
 
 
 class DirectExchange:
-    """Exchanges of one session made by the transport, or None from :meth:`for_session` when
+    """Exchanges of one session made by the transport, or None from `for_session` when
     this aiohttp or this session cannot take this path."""
 
     __slots__ = ("_origins", "_settings", "max_answer_bytes")
@@ -192,7 +192,7 @@ class DirectExchange:
     def _prove(self, session: aiohttp.ClientSession) -> dict[str, Any]:
         """The session's settings of an answer's reading, once an answer was read offline with
         them as a real one is read: the parts that run after a request is written are proven
-        before any is. Raises :class:`NotReady`."""
+        before any is. Raises `NotReady`."""
         try:
             settings = {name: getattr(session, attribute)
                         for name, attribute in _ANSWER_SETTINGS.items()}
@@ -279,7 +279,7 @@ class DirectExchange:
         headers: Mapping[str, str] | None, body: bytes | None, total: float | None,
     ) -> tuple[ClientRequest, bytes, TimeoutHandle, asyncio.Handle | None, BaseTimerContext]:
         """The request aiohttp would connect for, the bytes to write and the running deadline.
-        Raises :class:`Unsendable`, or :class:`NotReady` when one of aiohttp's parts fails."""
+        Raises `Unsendable`, or `NotReady` when one of aiohttp's parts fails."""
         handle: asyncio.Handle | None = None
         try:
             template, base = self._origin(session, method, url)
@@ -303,7 +303,7 @@ class DirectExchange:
         timeout: aiohttp.ClientTimeout, settings: dict[str, Any],
     ) -> tuple[ResponseHandler, asyncio.Transport]:
         """The connection's protocol, set to read the answer, and its transport. Raises
-        :class:`NotReady` when one of aiohttp's parts fails (the connection closed, nothing
+        `NotReady` when one of aiohttp's parts fails (the connection closed, nothing
         written on it)."""
         try:
             protocol = connection.protocol
@@ -336,7 +336,7 @@ class DirectExchange:
     ) -> tuple[int, Mapping[str, str], bytes | None]:
         """The status, the headers and the body, or None for the body when it is larger than
         ``max_answer_bytes`` (not read further: the connection is closed). Raises
-        :class:`NotReady` when one of aiohttp's parts fails before the request is written."""
+        `NotReady` when one of aiohttp's parts fails before the request is written."""
         if session.closed:
             raise RuntimeError("Session is closed")  # as aiohttp's own path says it
         settings = self._settings

@@ -24,23 +24,26 @@ class MockRequest(NamedTuple):
     timeout: float
 
 
-#: What a :class:`MockTransport` asks for every answer.
+#: What a [`MockTransport`][txc_async.MockTransport] asks for every answer.
 Handler = Callable[[MockRequest], RawResponse | Awaitable[RawResponse]]
 
 
 class MockTransport(BaseTransport):
     """A transport that sends nothing: ``handler`` is given each request as a
-    :class:`MockRequest` and returns its answer, a ``RawResponse(status, headers, body)``, or
-    an awaitable of one (an ``async def`` handler may wait, as a slow server would). A failure
-    of the network is the handler raising :class:`txc_async.TransportError` or
-    :class:`txc_async.RequestTimeout`, as any transport would::
+    [`MockRequest`][txc_async.MockRequest] and returns its answer, a ``RawResponse(status, headers,
+    body)``, or an awaitable of one (an ``async def`` handler may wait, as a slow server would). A
+    failure of the network is the handler raising
+    [`txc_async.TransportError`][txc_async.TransportError] or
+    [`txc_async.RequestTimeout`][txc_async.RequestTimeout], as any transport would:
 
-        def handler(request: MockRequest) -> RawResponse:
-            return RawResponse(200, {"Date": "Sun, 22 Nov 2026 10:00:00 GMT"},
-                               b'{"BTC": {"main_balance": "1.5"}}')
+    ```python
+    def handler(request: MockRequest) -> RawResponse:
+        return RawResponse(200, {"Date": "Sun, 22 Nov 2026 10:00:00 GMT"},
+                           b'{"BTC": {"main_balance": "1.5"}}')
 
-        client = txc_async.Client(api_key=..., api_secret=...,
-                                  transport=txc_async.MockTransport(handler))
+    client = txc_async.Client(api_key=..., api_secret=...,
+                              transport=txc_async.MockTransport(handler))
+    ```
 
     The client's limiter, signing, retries and answer decoding run as they do against the
     service.

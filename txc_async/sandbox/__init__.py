@@ -1,10 +1,10 @@
 """An embedded simulator of the API on 127.0.0.1, for tests, benchmarks, demos and offline work.
 
-It answers as the live service does (``Sandbox(dialect="spec")``: in SPEC.md's shapes), checks
-signatures, payloads and nonces like the live service, validates parameters with its
-error shapes, enforces the documented rate limits with strict sliding windows (per IP address, per
-endpoint and per group), keeps state, serves deterministic synthetic data, and injects faults on
-request.
+It answers as the live service does (``Sandbox(dialect="spec")``: in the shapes of the API's first
+specification), checks signatures, payloads and nonces like the live service, validates parameters
+with its error shapes, enforces the documented rate limits with strict sliding windows (per IP
+address, per endpoint and per group), keeps state, serves deterministic synthetic data, and injects
+faults on request.
 """
 
 from . import _server
@@ -17,13 +17,14 @@ __all__ = [
 
 Dialect = _server.Dialect
 """Whose shapes the sandbox answers in (``Sandbox(dialect=...)``): ``"live"`` as the live
-service documents them (whitebit-exchange/docs, 2026), ``"spec"`` as SPEC.md shows them."""
+service documents them (whitebit-exchange/docs, 2026), ``"spec"`` as the API's first
+specification shows them."""
 FAULT_KINDS = _server.FAULT_KINDS
-"""The faults ``Sandbox.faults.add(path, kind)`` injects: ``html_502``, ``json_503``,
-``text_503``, ``json_500`` (server errors), ``reset`` (the connection drops), ``malformed_json``,
-``slow`` (answers after ``delay`` seconds), ``late`` (arrives ``delay`` seconds late and is
-judged then, nonce included), ``rate_limit_429``, ``nonce_429``, ``throttle``
-("Too Many Attempts."), ``validation_failed`` (the order refusal SPEC.md shows: code 30, no field
+"""The faults ``Sandbox.faults.add(path, kind)`` injects: ``html_502``, ``json_503``, ``text_503``,
+``json_500`` (server errors), ``reset`` (the connection drops), ``malformed_json``, ``slow``
+(answers after ``delay`` seconds), ``late`` (arrives ``delay`` seconds late and is judged then,
+nonce included), ``rate_limit_429``, ``nonce_429``, ``throttle`` ("Too Many Attempts."),
+``validation_failed`` (the order refusal the API's first specification shows: code 30, no field
 errors), ``error_200`` (an error body with status 200) and ``empty_404``; ``throttle`` and
 ``validation_failed`` take ``status=`` 400 or 422."""
 PATH_SCOPES = _server.PATH_SCOPES

@@ -55,14 +55,16 @@ class RewardBook:
     by index arithmetic, merged with the booked rewards, so any page costs O(limit + log n) plus
     a scan of the booked rewards, however many records the book holds.
 
-    ``live``: records carry what the live service writes besides SPEC.md's fields: ``status``,
-    ``rewardCurrency`` (``BTC``), ``payoutDestination`` (an odd-numbered account is paid to an
-    external address, the others to the main balance) and the payout's hash, address and time.
-    With ``pending_days``, the rewards of the book's last ``pending_days`` days and every reward
-    booked while it runs are ``pending`` at first; each settles (``successful``, or one in
-    ``CANCELED_ONE_IN`` ``canceled``, by its hash) once ``clock`` has passed ``settle_after``
-    seconds since the book was made (or since it was booked), or when :meth:`settle` is called.
-    A reward changes nothing but its status and payout fields when it settles.
+    ``live``: records carry what the live service writes besides the fields of the API's first
+    specification (whitebit-exchange/docs, ``openapi/private/main_api_v4.yaml``, schema
+    ``MiningReward``): ``status``, ``rewardCurrency`` (``BTC``), ``payoutDestination`` (an
+    odd-numbered account is paid to an external address, the others to the main balance) and the
+    payout's hash, address and time. With ``pending_days``, the rewards of the book's last
+    ``pending_days`` days and every reward booked while it runs are ``pending`` at first; each
+    settles (``successful``, or one in ``CANCELED_ONE_IN`` ``canceled``, by its hash) once ``clock``
+    has passed ``settle_after`` seconds since the book was made (or since it was booked), or when
+    `settle` is called. A reward changes nothing but its status and payout fields when it
+    settles.
     """
 
     def __init__(
@@ -86,7 +88,7 @@ class RewardBook:
         #: Synthetic rewards dated from here on are pending at first.
         self.pending_from = start + (days - pending_days) * 86400 if pending_days else None
         self.made = clock()
-        #: Every reward pending since this moment or before has settled (:meth:`settle`).
+        #: Every reward pending since this moment or before has settled (`settle`).
         self.settled_at = float("-inf")
         self._addresses = [f"bc1q{mix(seed, i, 0xAD):016x}{mix(seed, i, 0xAE):016x}"
                            for i in range(accounts)]

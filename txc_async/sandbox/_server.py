@@ -27,7 +27,7 @@ from ._data import InvestmentBook, RewardBook, mix
 __all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
 
 #: How the sandbox answers: ``"live"`` as the live service does (its official documentation,
-#: whitebit-exchange/docs, 2026), ``"spec"`` in SPEC.md's shapes.
+#: whitebit-exchange/docs, 2026), ``"spec"`` in the shapes of the API's first specification.
 Dialect = Literal["live", "spec"]
 
 _encode = msgspec.json.Encoder().encode
@@ -74,8 +74,10 @@ DECIMAL_FIELDS = frozenset({
 _MALFORMED_HTTP = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nBroken header line\r\n\r\n{}"
 )
-#: The service's documented limits (SERVICE_NOTES.md), kept apart from the client's own table:
-#: a wrong figure there must not be agreed with here.
+#: The service's documented limits (whitebit-exchange/docs: the rate limit stated in each
+#: operation's description, in openapi/public/http-v4.yaml, openapi/private/main_api_v4.yaml,
+#: openapi/private/http-trade-v4.yaml and openapi/oauth2.yaml), kept apart from the client's own
+#: table: a wrong figure there must not be agreed with here.
 SERVICE_RATE_LIMITS: dict[str, RateLimit] = {
     "public": RateLimit(2000, 10.0),
     "investments": RateLimit(1000, 10.0),
@@ -108,7 +110,8 @@ _INTERVALS = {"5m": 300, "1h": 3600, "24h": 86400}
 #: Self-trade prevention modes, and the legacy spellings the service still takes for them.
 _STP = {"no": "no", "cb": "cb", "cn": "cn", "co": "co", "cancel_both": "cb",
         "cancel_new": "cn", "cancel_old": "co"}
-#: The order answer's fields the live service spells in camelCase (SPEC.md: snake_case).
+#: The order answer's fields the live service spells in camelCase (whitebit-exchange/docs,
+#: openapi/private/http-trade-v4.yaml; the API's first specification: snake_case).
 _LIVE_ORDER_FIELDS = {"order_id": "orderId", "client_order_id": "clientOrderId",
                       "deal_money": "dealMoney", "deal_stock": "dealStock",
                       "deal_fee": "dealFee"}
@@ -152,8 +155,8 @@ class FaultPlan:
         """Apply fault ``kind`` to the next ``times`` requests to ``path``.
 
         ``throttle`` ("Too Many Attempts.", code 0) and ``validation_failed`` (the order
-        refusal SPEC.md shows: code 30, "Validation failed", no field errors) answer with
-        ``status``: 400 or 422, which the service uses (default 400 and 422).
+        refusal the API's first specification shows: code 30, "Validation failed", no field errors)
+        answer with ``status``: 400 or 422, which the service uses (default 400 and 422).
 
         With ``execute=True`` the operation runs before the fault replaces its answer, as when
         a proxy fails after the service did the work. The answer faults always run the
@@ -314,21 +317,23 @@ class Sandbox:
     a server that caps its pages would.
 
     ``dialect`` says whose shapes it answers in: ``"live"`` (the default) as the live service
-    documents them, ``"spec"`` as SPEC.md shows them. Live: the order reads ``clientOrderId``
-    (a ``client_order_id`` is ignored, as the service ignores it), takes ``reduceOnly`` and
-    ``stp``, and answers in camelCase with a REST status (``FILLED``, ``PARTIALLY_FILLED``,
-    ``CANCELED``, in turn); the balance takes ``ticker`` and answers one currency flat; the
-    hashrate requires ``account``, refuses an unknown one, answers a disabled one
-    (:meth:`disable_mining_account`) with empty data, and its points carry ``rejectRate``.
-    Spec: the order reads ``client_order_id`` and answers in snake_case with status ``NEW``;
-    the balance ignores ``ticker``; the hashrate takes any account or none.
+    documents them, ``"spec"`` as the API's first specification shows them. Live: the order reads
+    ``clientOrderId`` (a ``client_order_id`` is ignored, as the service ignores it), takes
+    ``reduceOnly`` and ``stp``, and answers in camelCase with a REST status (``FILLED``,
+    ``PARTIALLY_FILLED``, ``CANCELED``, in turn); the balance takes ``ticker`` and answers one
+    currency flat; the hashrate requires ``account``, refuses an unknown one, answers a disabled one
+    ([`disable_mining_account`][txc_async.sandbox.Sandbox.disable_mining_account]) with empty data,
+    and its points carry ``rejectRate``. Spec: the order reads ``client_order_id`` and answers in
+    snake_case with status ``NEW``; the balance ignores ``ticker``; the hashrate takes any account
+    or none.
 
     Rewards, live: each carries ``status``, ``rewardCurrency`` and the payout fields. With
-    ``pending_days`` the rewards of the last ``pending_days`` days, and every reward booked
-    while it runs (``rewards.book``), are ``pending`` at first and settle (``successful``, one
-    in five ``canceled``, the payout filled in) once the sandbox's clock is ``settle_after``
-    seconds past the sandbox's making (or the booking), or at :meth:`settle_rewards`; without
-    ``settle_after``, only then. Spec: SPEC.md's seven fields, as before.
+    ``pending_days`` the rewards of the last ``pending_days`` days, and every reward booked while it
+    runs (``rewards.book``), are ``pending`` at first and settle (``successful``, one in five
+    ``canceled``, the payout filled in) once the sandbox's clock is ``settle_after`` seconds past
+    the sandbox's making (or the booking), or at
+    [`settle_rewards`][txc_async.sandbox.Sandbox.settle_rewards]; without ``settle_after``, only
+    then. Spec: the seven fields of the API's first specification, as before.
     """
 
     def __init__(
