@@ -37,14 +37,10 @@ lint: $(DEV_INSTALLED)
 	$(VENV)/bin/mypy --strict txc_async
 	$(VENV)/bin/ruff check .
 
-## make docs: the API reference, HTML built from the docstrings into docs/_build (offline)
+## make docs: the documentation site (guides, explanations and the API reference built from the
+## docstrings) into site/, offline; a broken link or reference fails the build
 docs: $(DEV_INSTALLED)
-	rm -rf docs/_build
-	# pdoc reads a module's namespace: the names txc_async imports on first use are loaded first.
-	$(PY) -c 'import sys, txc_async; [getattr(txc_async, n) for n in txc_async.__all__]; \
-		from pdoc.__main__ import cli; sys.argv[0] = "pdoc"; cli()' \
-		txc_async txc_async.sandbox txc_async.pytest_plugin txc_async.cli \
-		-o docs/_build --docformat restructuredtext
+	$(VENV)/bin/mkdocs build --strict
 
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run
 bench: $(DEV_INSTALLED)
@@ -52,4 +48,4 @@ bench: $(DEV_INSTALLED)
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache docs/_build
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache site docs/_build

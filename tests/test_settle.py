@@ -442,21 +442,22 @@ async def test_the_command_line_sandbox_serves_pending_rewards_with_live() -> No
         await process.wait()
 
 
-# -- the README's DuckDB queries ----------------------------------------------------------------
+# -- the backfills guide's DuckDB queries ------------------------------------------------------
 
 
-def _readme_queries() -> list[str]:
-    """The statements of the README's block summing final rewards by month and currency."""
+def _guide_queries() -> list[str]:
+    """The statements of the backfills guide's block summing final rewards by month and
+    currency (docs/guides/backfills.md)."""
     import re
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    blocks = [b for b in re.findall(r"```sql\n(.*?)```", readme, re.S)
+    guide = (Path(__file__).resolve().parent.parent / "docs/guides/backfills.md").read_text()
+    blocks = [b for b in re.findall(r"```sql\n(.*?)```", guide, re.S)
               if "status = 'successful'" in b]
     assert len(blocks) == 1
     return [s.strip() for s in blocks[0].split(";") if s.strip()]
 
 
-async def test_the_readme_sums_final_rewards_by_month_and_currency_in_every_format(
+async def test_the_guide_sums_final_rewards_by_month_and_currency_in_every_format(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from decimal import Decimal
@@ -479,7 +480,7 @@ async def test_the_readme_sums_final_rewards_by_month_and_currency_in_every_form
             expected[key] = expected.get(key, Decimal(0)) + Decimal(r.reward)
     assert {r.status for r in server.values()} == {"successful", "canceled", "pending"}
     monkeypatch.chdir(tmp_path)
-    queries = _readme_queries()
+    queries = _guide_queries()
     assert len(queries) == 3
     for query in queries:
         got = {(month, currency): amount

@@ -1,7 +1,9 @@
-"""Every Python block of README.md runs, so the README cannot drift from the code.
+"""Every Python block of README.md and of the documentation site (``docs/**/*.md``) runs, so the
+docs cannot drift from the code.
 
-Each block is a whole program, run in a fresh interpreter against a sandbox of its own: its
-address and key in ``TXC_BASE_URL``, ``TXC_API_KEY`` and ``TXC_API_SECRET`` (what
+The pages are found when the tests are collected, so a page added to the site is covered with
+nothing to register. Each block is a whole program, run in a fresh interpreter against a sandbox
+of its own: its address and key in ``TXC_BASE_URL``, ``TXC_API_KEY`` and ``TXC_API_SECRET`` (what
 ``Client.from_env()`` reads), its OAuth application in ``TXC_OAUTH_CLIENT_ID``,
 ``TXC_OAUTH_CLIENT_SECRET`` and ``TXC_OAUTH_REFRESH_TOKEN``. An HTML comment right above a block
 changes how it runs: ``<!-- pytest -->`` runs it as a test module with pytest (the plugin's
@@ -25,7 +27,7 @@ import pytest
 
 from txc_async.sandbox import Sandbox
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
 _BLOCK = re.compile(
     r"(?:<!--(?P<directive>[^\n]*?)-->[ \t]*\n)?^```python[ \t]*\n(?P<code>.*?)^```[ \t]*$",
     re.M | re.S,
@@ -40,7 +42,16 @@ class Block:
     reason: str = ""
 
 
-def readme_blocks(text: str) -> list[Block]:
+def doc_pages() -> list[Path]:
+    """README.md, then every page of the site, in a stable order."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def page_id(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+def doc_blocks(text: str, page: str = "README.md") -> list[Block]:
     blocks: list[Block] = []
     for found in _BLOCK.finditer(text):
         line = text.count("\n", 0, found.start("code"))  # the fence's line, counted from 1
@@ -53,20 +64,24 @@ def readme_blocks(text: str) -> list[Block]:
             blocks.append(Block(line, found["code"], "skip", directive[len("no-run:"):].strip()))
         else:
             raise ValueError(
-                f"README.md line {line}: unknown directive <!--{found['directive']}--> "
+                f"{page} line {line}: unknown directive <!--{found['directive']}--> "
                 "(use <!-- pytest --> or <!-- no-run: why -->)"
             )
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text())
+PAGES = {page_id(page): page.read_text() for page in doc_pages()}
+BLOCKS = [(page, block) for page, text in PAGES.items() for block in doc_blocks(text, page)]
 
 
-def test_the_readme_has_runnable_blocks() -> None:
-    assert sum(block.mode != "skip" for block in BLOCKS) >= 3
-    assert any(block.mode == "pytest" for block in BLOCKS)
+def test_the_docs_have_runnable_blocks() -> None:
+    readme = [block for page, block in BLOCKS if page == "README.md"]
+    assert sum(block.mode != "skip" for block in readme) >= 2
+    assert sum(block.mode != "skip" for page, block in BLOCKS if page.startswith("docs/")) >= 10
+    assert any(block.mode == "pytest" for _, block in BLOCKS)
     # Every fence that opens a Python block was found (none hides behind a malformed comment).
-    assert len(BLOCKS) == README.read_text().count("```python")
+    for page, text in PAGES.items():
+        assert sum(found == page for found, _ in BLOCKS) == text.count("```python"), page
 
 
 def test_directives_are_read_as_documented() -> None:
@@ -74,13 +89,13 @@ def test_directives_are_read_as_documented() -> None:
         "```python\nprint(1)\n```\n\n<!-- pytest -->\n```python\ndef test(): pass\n```\n"
         "<!-- no-run: needs a live account -->\n```python\nx\n```\n"
     )
-    assert [(b.line, b.mode, b.reason) for b in readme_blocks(text)] == [
+    assert [(b.line, b.mode, b.reason) for b in doc_blocks(text)] == [
         (1, "script", ""), (6, "pytest", ""), (10, "skip", "needs a live account"),
     ]
     with pytest.raises(ValueError, match="unknown directive"):
-        readme_blocks("<!-- norun -->\n```python\nx\n```\n")
-    with pytest.raises(ValueError, match="unknown directive"):
-        readme_blocks("<!-- no-run: -->\n```python\nx\n```\n")
+        doc_blocks("<!-- norun -->\n```python\nx\n```\n")
+    with pytest.raises(ValueError, match=r"docs/a\.md line 2: unknown directive"):
+        doc_blocks("<!-- no-run: -->\n```python\nx\n```\n", "docs/a.md")
 
 
 @pytest.fixture
@@ -117,19 +132,22 @@ def sandbox_environment() -> Iterator[dict[str, str]]:
     thread.join(30)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"README.md:{b.line}" for b in BLOCKS])
-def test_readme_block_runs(
-    block: Block, sandbox_environment: dict[str, str], tmp_path: Path
+@pytest.mark.parametrize(
+    ("page", "block"), BLOCKS, ids=[f"{page}:{block.line}" for page, block in BLOCKS]
+)
+def test_doc_block_runs(
+    page: str, block: Block, sandbox_environment: dict[str, str], tmp_path: Path
 ) -> None:
+    where = f"{page}:{block.line}"
     if block.mode == "skip":
-        pytest.skip(f"README.md:{block.line} is marked no-run: {block.reason}")
-    # Blank lines keep the README's line numbers in tracebacks.
+        pytest.skip(f"{where} is marked no-run: {block.reason}")
+    # Blank lines keep the page's line numbers in tracebacks.
     source = "\n" * block.line + block.code
     if block.mode == "pytest":
-        path = tmp_path / "test_readme_example.py"
+        path = tmp_path / "test_doc_example.py"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
     else:
-        path = tmp_path / "readme_example.py"
+        path = tmp_path / "doc_example.py"
         command = [sys.executable, str(path)]
     path.write_text(source)
     run = subprocess.run(
@@ -137,7 +155,7 @@ def test_readme_block_runs(
         timeout=180,
     )
     assert run.returncode == 0, (
-        f"README.md:{block.line} failed\n--- stdout\n{run.stdout}\n--- stderr\n{run.stderr}"
+        f"{where} failed\n--- stdout\n{run.stdout}\n--- stderr\n{run.stderr}"
     )
     if block.mode == "pytest":
         assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout
