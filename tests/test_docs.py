@@ -46,8 +46,8 @@ def package() -> griffe.Module:
 
 
 def _undocumented(obj: griffe.Object | griffe.Alias) -> list[str]:
-    """The public methods of a class (and its nested classes) without a docstring. Fields of
-    structs, members of enums and properties are described by their class."""
+    """The public methods and properties of a class (and its nested classes) without a
+    docstring. Fields of structs and members of enums are described by their class."""
     missing: list[str] = []
     for name, member in obj.members.items():
         if name.startswith("_"):
@@ -56,7 +56,7 @@ def _undocumented(obj: griffe.Object | griffe.Alias) -> list[str]:
             if not member.has_docstring:
                 missing.append(member.path)
             missing += _undocumented(member)
-        elif member.is_function and "property" not in member.labels and not member.has_docstring:
+        elif (member.is_function or "property" in member.labels) and not member.has_docstring:
             missing.append(member.path)
     return missing
 
@@ -95,7 +95,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site, built as ``make docs`` builds it, into a temporary directory."""
     out = tmp_path_factory.mktemp("site")
     built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )

@@ -257,6 +257,8 @@ class RedisLimiter(SharedLimiter):
 
     @property
     def namespace(self) -> str:
+        """The prefix of every key this limiter keeps in Redis: limiters with the same
+        namespace share budgets."""
         return self._namespace
 
     def _key_prefix(self, key_id: str) -> str:

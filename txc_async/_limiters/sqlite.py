@@ -145,6 +145,7 @@ class SQLiteLimiter(SharedLimiter):
 
     @property
     def path(self) -> Path:
+        """The database file every process sharing these budgets opens."""
         return self._path
 
     def _transaction(self) -> _Transaction:
