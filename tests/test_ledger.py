@@ -303,3 +303,35 @@ def test_a_page_is_the_last_when_shorter_than_its_limit(
     from txc_async._rewards.walk import is_last
 
     assert is_last([None] * count, asked, used) is last
+
+
+@pytest.mark.parametrize("amount", ["1,5", "1.5,2", ",1", "1,", "", "-", "1.", ".5", "--1",
+                                    "1e5", "NaN", " 1", "١"])
+def test_an_amount_that_is_not_a_plain_decimal_goes_through_the_typed_decoder(
+    amount: str
+) -> None:
+    """The page's amounts are checked in one match over them joined by commas: an amount with a
+    comma inside, or anything else but a plain decimal, is read by the typed decoder (which
+    writes it out or refuses the page), never kept as sent."""
+    from txc_async._rewards.walk import WIRE_RECORDS
+
+    plain = [_rec(f"acc_{i}", START) for i in range(3)]
+    for position in range(3):
+        records = list(plain)
+        records[position] = _rec("acc_odd", START) | {"fee": amount}
+        body = msgspec.json.encode({"offset": 0, "limit": 100, "data": records})
+        try:
+            page = WIRE_RECORDS.decode(body)
+        except txc_async.AnswerFormatError:
+            continue  # refused by the typed decoder
+        odd = page[position]
+        assert odd.fee != amount or amount == "", (amount, odd.fee)
+        assert all(len(r.fee.split(",")) == 1 for r in page)
+
+
+def test_a_page_of_plain_amounts_keeps_them_as_sent() -> None:
+    from txc_async._rewards.walk import WIRE_RECORDS
+
+    records = [_rec(f"acc_{i}", START, reward=f"-{i}.{i}0") for i in range(5)]
+    page = WIRE_RECORDS.decode(msgspec.json.encode({"offset": 0, "limit": 100, "data": records}))
+    assert [r.reward for r in page] == [f"-{i}.{i}0" for i in range(5)]

@@ -49,7 +49,7 @@ _OUTPUT_START = {
     "csv": CSV_HEADER,
     "jsonl": b'{"miningAccountName":',
 }
-_encode = msgspec.json.Encoder().encode
+_encode_lines = msgspec.json.Encoder().encode_lines
 _decode_row = msgspec.json.Decoder(WireReward).decode
 
 
@@ -59,7 +59,7 @@ class OutputFileError(TxcError):
 
 def encode_jsonl(rows: Sequence[WireReward]) -> bytes:
     """Rows as JSON lines, each ending with a newline."""
-    return b"".join(_encode(r) + b"\n" for r in rows)
+    return _encode_lines(rows)
 
 
 def _refuse_line_breaks(rows: Sequence[WireReward]) -> None:

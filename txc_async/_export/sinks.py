@@ -5,6 +5,7 @@ display and the summary."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import BinaryIO, Protocol
 
 from .._rewards.engine import BackfillSink
@@ -15,6 +16,8 @@ from .rowfile import encode_jsonl
 from .state import mark_checked, mark_done, mark_pending
 
 __all__ = ["DAY", "PENDING", "ExportSink", "FileSink", "PieceWriter", "StreamSink"]
+
+_ACCOUNT_OF = attrgetter("mining_account_name")
 
 OnProgress = Callable[[BackfillProgress], None]
 DAY = 86_400
@@ -61,7 +64,7 @@ class ExportSink(BackfillSink[WireReward]):
 
     def _count(self, records: Sequence[WireReward]) -> None:
         self.progress.records += len(records)
-        self.accounts.update(r.mining_account_name for r in records)
+        self.accounts.update(map(_ACCOUNT_OF, records))
 
     def _report(self) -> None:
         if self._on_progress is not None:
