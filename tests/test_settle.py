@@ -172,6 +172,46 @@ async def test_a_rerun_reads_the_pending_days_again_and_settles_their_rows(
     assert sum(n or 0 for n in state.done.values()) == 301
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_rewards_the_check_reads_settled_are_settled_in_the_same_run(
+    fmt: str, tmp_path: Path
+) -> None:
+    """The walk writes the last days' rewards pending; they settle before the check, which
+    reads their segment again (a reward was booked behind the walk there): the output ends
+    the run with their settled rows, each reward once."""
+    out = _out(tmp_path, fmt)
+    async with Sandbox(mining_accounts=10, rewards_days=30, pending_days=3,
+                       enforce_limits=False) as box:
+        end = START + 30 * DAY - 1
+        book = box.rewards
+        answer = book.page
+        probes = [0]
+
+        def page(account: Any, start: Any, stop: Any, offset: int, limit: int) -> Any:
+            if limit == 1:  # the check's first probe: the walk is over
+                probes[0] += 1
+                if probes[0] == 1:
+                    box.settle_rewards()
+                    book.book(box.mining_account_names[4], START + 28 * DAY)
+            return answer(account, start, stop, offset, limit)
+
+        book.page = page  # type: ignore[method-assign]
+        async with _client(box) as client:
+            summary = await backfill_to_file(client, start=START, end=end, path=out,
+                                             fmt=fmt)  # type: ignore[arg-type]
+        server = _server(box, START, end)
+    assert probes[0] >= 1
+    rows = _rows(out, fmt)
+    assert len(rows) == 301
+    # The segment read again held every reward the walk wrote pending.
+    _assert_holds_the_server(rows, server)
+    # Pending now: only the reward booked behind the walk, which the check found.
+    assert [r.mining_account_name for r in rows if r.status == "pending"] == [
+        box.mining_account_names[4]]
+    assert sum(summary.settled.values()) == 30 and summary.still_pending == 1
+    assert summary.records_written == 301
+
+
 async def test_rows_still_pending_when_read_again_stay_named_in_the_state(
     tmp_path: Path,
 ) -> None:

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -96,7 +97,7 @@ async def backfill_to_file(
         prepared = await _in_thread_to_its_end(prepare, path, state_path, fmt, wanted)
         plan = prepared.plan
         mine = [job for job in plan.jobs() if plan.mine(job)]
-        written: dict[tuple[int, int], int] = {}
+        written = RunPending()
         if prepared.complete:
             summary = BackfillSummary(
                 path, 0, prepared.rows_before, len(mine), 0, 0, 0.0, 0, None, None
@@ -134,9 +135,9 @@ async def _to_file(
     client: RewardsClient, path: Path, fmt: Format, state_path: Path, prepared: Prepared,
     mine: Sequence[RewardJob], concurrency: int,
     on_progress: Callable[[BackfillProgress], None] | None,
-) -> tuple[BackfillSummary, dict[tuple[int, int], int]]:
-    """The backfill of the jobs not done yet into the output; its summary, and the pending rows
-    it wrote per ``(job, day)``."""
+) -> tuple[BackfillSummary, RunPending]:
+    """The backfill of the jobs not done yet into the output; its summary, and what it wrote
+    pending."""
     pending = [job for job in mine if job.index not in prepared.done]
     progress = BackfillProgress(
         records_before=prepared.rows_before, jobs_total=len(mine),
@@ -167,36 +168,51 @@ async def _to_file(
         accounts=len(sink.accounts),
         repaired=prepared.repaired,
         extended_from=prepared.extended_from,
-    ), sink.pending_rows
+    ), RunPending(sink.pending_rows, sink.settled_in_run)
 
 
 async def _settle(
     client: RewardsClient, path: Path, fmt: Format, state_path: Path, prepared: Prepared,
     mine: Sequence[RewardJob], concurrency: int, summary: BackfillSummary,
-    written: dict[tuple[int, int], int],
+    written: RunPending,
 ) -> BackfillSummary:
     """Read again the days that held pending rewards when the run began (this run's own pending
-    rows are left for the next), replace their rows, then say in the state what is still
-    pending. The output is replaced before the state: a crash between the two leaves the old
-    days named, read again by the next run, and a row count the next run repairs."""
+    rows are left for the next), replace their rows, and those of this run's rewards its check
+    read again settled, then say in the state what is still pending. The output is replaced
+    before the state: a crash between the two leaves the old days named, read again by the
+    next run, and a row count the next run repairs."""
     done = read_state(state_path)
     days = {
         job.index: prepared.pending[job.index] for job in mine
         if job.index in prepared.pending and done is not None and job.index in done.done
     }
     runs = [run for job in mine if job.index in days for run in day_runs(job, days[job.index])]
-    if done is None or not runs:
-        still = sum(written.values())
+    # A day read again whole is read later than the check read it: that reading wins.
+    settled = {
+        job: later for job, rows in written.settled.items()
+        if (later := [r for r in rows if r.date // DAY not in days.get(job, ())])
+    }
+    if done is None or not (runs or settled):
+        still = sum(written.rows.values())
         return dataclasses.replace(summary, still_pending=still, upgraded=prepared.upgraded)
     requests_before = client.stats.requests
     began = time.monotonic()
-    fresh = await read_again(client._rewards_page, runs, concurrency)
-    replacement = Replacement({job: fresh.get(job, []) for job in days}, days)
+    fresh = await read_again(client._rewards_page, runs, concurrency) if runs else {}
+    jobs = days.keys() | settled.keys()
+    replacement = Replacement(
+        {job: [*fresh.get(job, []), *settled.get(job, [])] for job in jobs},
+        {
+            job: days.get(job, frozenset()) | {r.date // DAY for r in settled.get(job, [])}
+            for job in jobs
+        },
+    )
     report = await _in_thread_to_its_end(
         replace_output_rows, path, fmt, prepared.plan, replacement
     )
+    # Only the days read again whole leave the state's pending days (a day where the check
+    # settled some rewards may hold others still pending).
     await _in_thread_to_its_end(_settled_state, state_path, done, days, fresh, report.added)
-    kept = sum(n for (job, day), n in written.items() if day not in days.get(job, ()))
+    kept = sum(n for (job, day), n in written.rows.items() if day not in days.get(job, ()))
     return dataclasses.replace(
         summary, settled=dict(report.settled), still_pending=kept + report.still_pending,
         read_again=report.read_again, upgraded=prepared.upgraded,
@@ -204,6 +220,15 @@ async def _settle(
         elapsed=summary.elapsed + time.monotonic() - began,
         records_written=summary.records_written + sum(report.added.values()),
     )
+
+
+@dataclass
+class RunPending:
+    """What a run wrote pending: its pending rows per ``(job, day)``, and the rewards among them
+    that its check read again settled, per job (their rows are replaced at the run's end)."""
+
+    rows: dict[tuple[int, int], int] = field(default_factory=dict)
+    settled: dict[int, list[WireReward]] = field(default_factory=dict)
 
 
 def _settled_state(

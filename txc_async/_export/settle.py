@@ -9,7 +9,9 @@ and renamed over the output; a Parquet part file the same way, each reward's new
 the part that held its old row. A crash leaves every reward in its old state or its new one,
 never both and never neither. A reward the server no longer answers keeps its row; one it
 answers that the output lacked (booked behind an earlier run) is added. Nothing but the days
-named as pending is read again.
+named as pending is read again. The rewards a run wrote pending that its own check read again
+settled (the check reads a segment again when something was booked in it) have their rows
+replaced the same way at the run's end: each reward ends the run in the latest state read.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import BinaryIO, Protocol
 
 from .._rewards.engine import BackfillSink
 from .._rewards.plan import RewardJob
-from .._rewards.walk import WireReward
+from .._rewards.walk import WireReward, fixed_fields
 from .report import BackfillProgress
 from .rowfile import encode_jsonl
 from .state import mark_checked, mark_done, mark_pending
@@ -131,6 +131,11 @@ class FileSink(ExportSink):
         }
         #: Pending rows this run wrote, per ``(job, day)``.
         self.pending_rows: dict[tuple[int, int], int] = {}
+        #: The rewards of those rows, per job, while no newer state of them was read.
+        self._pending_rewards: dict[int, set[tuple[str, int, str]]] = {}
+        #: Rewards this run wrote pending that the check read again settled, per job: their
+        #: rows are replaced once the run is over (see ``_export.settle``).
+        self.settled_in_run: dict[int, list[WireReward]] = {}
 
     def write(self, job: RewardJob, records: list[WireReward]) -> None:
         self._job_rows[job.index] = self._job_rows.get(job.index, 0) + len(records)
@@ -138,11 +143,29 @@ class FileSink(ExportSink):
 
     def _deliver(self, job: int, records: Sequence[WireReward]) -> None:
         self._writer.write(job, records)
-        days = [r.date // DAY for r in records if r.status == PENDING]
-        if days:
-            self.pending.setdefault(job, set()).update(days)
-            for day in days:
-                self.pending_rows[job, day] = self.pending_rows.get((job, day), 0) + 1
+        pending = [r for r in records if r.status == PENDING]
+        if pending:
+            self.pending.setdefault(job, set()).update(r.date // DAY for r in pending)
+            self._pending_rewards.setdefault(job, set()).update(map(fixed_fields, pending))
+            for r in pending:
+                key = job, r.date // DAY
+                self.pending_rows[key] = self.pending_rows.get(key, 0) + 1
+
+    def seen_again(self, job: RewardJob, records: list[WireReward]) -> None:
+        """A reward this run wrote pending that the check read again final is kept for its row
+        to be replaced: the output ends with the latest state read."""
+        written = self._pending_rewards.get(job.index)
+        if not written:
+            return
+        for r in records:
+            if r.status == PENDING or fixed_fields(r) not in written:
+                continue
+            written.discard(fixed_fields(r))
+            self.settled_in_run.setdefault(job.index, []).append(r)
+            day = job.index, r.date // DAY
+            self.pending_rows[day] -= 1
+            if not self.pending_rows[day]:
+                del self.pending_rows[day]
 
     def _settle(self, job: int) -> None:
         self._writer.finish(job)

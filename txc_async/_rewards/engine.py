@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Hashable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Generic
 
@@ -23,9 +23,9 @@ class BackfillSink(Generic[R]):
 
     The engine calls, in this order for each job: `write` for every page of its walk, then
     `finish` once; once every job is finished, `found` for what the check finds in a
-    job's range, then `checked` once. A record reaches the sink once, by ``write`` or by
-    ``found``. The methods are synchronous: a sink that blocks slows the workers, as a slow
-    reader of the queue does.
+    job's range and `seen_again` for what it reads again, then `checked` once. A record
+    reaches the sink once, by ``write`` or by ``found``. The methods are synchronous: a sink
+    that blocks slows the workers, as a slow reader of the queue does.
 
     This base class takes nothing and is told nothing: it serves a caller that reads the
     batches `run_backfill` yields (the public iterator).
@@ -39,6 +39,12 @@ class BackfillSink(Generic[R]):
 
     def found(self, job: RewardJob, records: list[R]) -> None:
         """Records the check found in ``job``'s range (a job finished before), never empty."""
+
+    def seen_again(self, job: RewardJob, records: list[R]) -> None:
+        """Records the check read again in ``job``'s range that reached the sink before (by
+        `write` or `found`, in this run or, for a resumed export, an earlier one), as the
+        server holds them now: a reward that settled since shows its new state. Never empty;
+        they are not yielded again."""
 
     def checked(self) -> None:
         """The check is over: nothing more comes."""
@@ -140,7 +146,11 @@ async def run_backfill(
             if finished:
                 sink.finish(job)
     # Left at a yield, the check holds no task of its own: nothing to close at once.
-    async for key, fresh in check_rewards(fetch, ledger, records):
+    def seen_again(key: Hashable, again: list[Any]) -> None:
+        assert isinstance(key, RewardJob)
+        sink.seen_again(key, again)
+
+    async for key, fresh in check_rewards(fetch, ledger, records, seen_again):
         assert isinstance(key, RewardJob)
         sink.found(key, fresh)
         yield fresh

@@ -46,6 +46,7 @@ __all__ = [
     "CHECK_PASSES",
     "SEGMENT_RECORDS",
     "RewardLedger",
+    "SeenAgain",
     "check_rewards",
     "every_reward",
     "record_digest",
@@ -204,12 +205,19 @@ async def _holds_more(
     return bool(page)
 
 
-async def _read_again(fetch: FetchPage, segment: _Segment, records: Operation[Page[R]]
-                      ) -> list[R]:
-    """The records of ``segment`` that were not returned before (now recorded as returned)."""
+#: Told of the records a check read again that were returned before (``range key, records``):
+#: the same rewards, perhaps in a newer state.
+SeenAgain = Callable[[Hashable, list[Any]], None]
+
+
+async def _read_again(fetch: FetchPage, segment: _Segment, records: Operation[Page[R]],
+                      seen_again: SeenAgain | None) -> list[R]:
+    """The records of ``segment`` that were not returned before (now recorded as returned);
+    ``seen_again`` is told of the others."""
     rng = segment.range
     returned = rng.returned(segment.lo, segment.hi)
     fresh: list[R] = []
+    again: list[R] = []
     cursor: RewardsCursor[R] = RewardsCursor(_span(rng.base, segment.lo, segment.hi))
     async for page in walk_rewards(fetch, cursor, records):
         for record in page:
@@ -218,11 +226,16 @@ async def _read_again(fetch: FetchPage, segment: _Segment, records: Operation[Pa
                 returned.add(digest)
                 fresh.append(record)
                 rng.add(record, digest)
+            else:
+                again.append(record)
+    if again and seen_again is not None:
+        seen_again(rng.key, again)
     return fresh
 
 
 async def _search(
-    fetch: FetchPage, piece: Sequence[_Segment], records: Operation[Page[R]], *, known: bool
+    fetch: FetchPage, piece: Sequence[_Segment], records: Operation[Page[R]], *, known: bool,
+    seen_again: SeenAgain | None,
 ) -> list[tuple[Hashable, list[R]]]:
     """What ``piece`` holds that was not returned (``known``: it holds something)."""
     count = sum(s.count for s in piece)
@@ -231,25 +244,30 @@ async def _search(
         if not known:
             return []
     if len(piece) == 1:
-        fresh = await _read_again(fetch, piece[0], records)
+        fresh = await _read_again(fetch, piece[0], records, seen_again)
         return [(piece[0].range.key, fresh)] if fresh else []
     middle = len(piece) // 2
-    newer = await _search(fetch, piece[:middle], records, known=False)
+    newer = await _search(fetch, piece[:middle], records, known=False, seen_again=seen_again)
     # Records are never removed: when the newer half holds nothing new, the older one does.
-    older = await _search(fetch, piece[middle:], records, known=not newer)
+    older = await _search(
+        fetch, piece[middle:], records, known=not newer, seen_again=seen_again
+    )
     return newer + older
 
 
 async def check_rewards(
-    fetch: FetchPage, ledger: RewardLedger[R], records: Operation[Page[R]]
+    fetch: FetchPage, ledger: RewardLedger[R], records: Operation[Page[R]],
+    seen_again: SeenAgain | None = None,
 ) -> AsyncIterator[tuple[Hashable, list[R]]]:
     """``(range key, records)`` for every reward the server holds in the ledger's ranges that
-    was not returned: see the module's description. The ledger records them as returned."""
+    was not returned: see the module's description. The ledger records them as returned.
+    ``seen_again`` is told of the rewards a segment read again holds that were returned before:
+    their latest state, for an output that keeps it."""
     gate = asyncio.Semaphore(CHECK_CONCURRENCY)
 
     async def search(piece: list[_Segment]) -> list[tuple[Hashable, list[R]]]:
         async with gate:
-            return await _search(fetch, piece, records, known=False)
+            return await _search(fetch, piece, records, known=False, seen_again=seen_again)
 
     for _ in range(CHECK_PASSES):
         found = False
