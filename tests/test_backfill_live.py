@@ -19,6 +19,7 @@ import txc_async
 from txc_async import RateLimit
 from txc_async._export.lock import OutputLock
 from txc_async._export.run import backfill_to_file
+from txc_async._limiters.url import check_limiter_url
 from txc_async.sandbox import Sandbox
 
 START = 1704067200  # 2024-01-01
@@ -394,6 +395,40 @@ async def test_limiter_from_url(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown limiter URL") as caught:
         txc_async.limiter_from_url("http://user:secret@host")
     assert "secret" not in str(caught.value)
+
+
+def test_a_redis_limiter_url_sets_the_namespaces_and_leaves_redis_options_to_redis_py() -> None:
+    plain = txc_async.limiter_from_url("redis://127.0.0.1:6390/0")
+    assert isinstance(plain, txc_async.RedisLimiter)
+    assert (plain.namespace, plain.nonce_namespace, plain.cluster) == ("txc", "txc", False)
+    named = txc_async.limiter_from_url(
+        "redis://:pw@127.0.0.1:6390/2?namespace=eu-egress&nonce_namespace=keys"
+        "&health_check_interval=5"
+    )
+    assert isinstance(named, txc_async.RedisLimiter)
+    assert (named.namespace, named.nonce_namespace) == ("eu-egress", "keys")
+    # redis-py read its own parameter, and never saw the limiter's.
+    pool = named._redis.connection_pool  # type: ignore[union-attr]
+    assert pool.connection_kwargs["health_check_interval"] == 5
+    assert pool.connection_kwargs["db"] == 2
+    assert not {"namespace", "nonce_namespace"} & set(pool.connection_kwargs)
+    only = txc_async.limiter_from_url("redis://127.0.0.1:6390/0?namespace=b")
+    assert isinstance(only, txc_async.RedisLimiter)
+    assert (only.namespace, only.nonce_namespace) == ("b", "b")
+    cluster = txc_async.limiter_from_url("redis://127.0.0.1:6390?cluster=true")
+    assert isinstance(cluster, txc_async.RedisLimiter) and cluster.cluster
+    for url, message in [
+        ("redis://127.0.0.1:6390/0?namespace=", "namespace: must be a non-empty string"),
+        ("redis://127.0.0.1:6390/0?nonce_namespace=a:b", "nonce_namespace: must be"),
+        ("redis://127.0.0.1:6390/0?namespace=a&namespace=b", "namespace: given twice"),
+        ("redis://:secret@127.0.0.1:6390/0?cluster=maybe", "cluster: must be one of"),
+    ]:
+        with pytest.raises(ValueError, match=message) as caught:
+            txc_async.limiter_from_url(url)
+        assert "secret" not in str(caught.value)
+        # The command line checks a URL the same way before anything is made.
+        with pytest.raises(ValueError, match=message):
+            check_limiter_url(url)
 
 
 @pytest.mark.parametrize("target", ["/dev/stdout", "| head -n 3"])

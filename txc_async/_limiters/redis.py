@@ -256,6 +256,17 @@ class RedisLimiter(SharedLimiter):
         return f"RedisLimiter({self._safe_url!r}, namespace={self._namespace!r}{cluster})"
 
     @property
+    def nonce_namespace(self) -> str:
+        """The prefix of the API keys' nonce counters (by default the ``namespace``): limiters
+        with the same nonce namespace draw each key's nonces from one counter."""
+        return self._nonce_namespace
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the store is a Redis Cluster."""
+        return self._cluster
+
+    @property
     def namespace(self) -> str:
         """The prefix of every key this limiter keeps in Redis: limiters with the same
         namespace share budgets."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from .base import Limiter
 from .memory import default_limiter
@@ -15,6 +15,9 @@ from .sqlite import SQLiteLimiter
 __all__ = ["check_limiter_url", "default_limiter_url", "limiter_from_url"]
 
 _SCHEMES = "memory://, sqlite:///path, redis://host:port/db or rediss://host:port/db"
+#: The query parameters of a redis:// URL that are the limiter's own (the others are redis-py's).
+_REDIS_OPTIONS = ("namespace", "nonce_namespace", "cluster")
+_TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
 
 def default_limiter_url() -> str:
@@ -53,6 +56,7 @@ def check_limiter_url(url: object) -> str:
         if port == 0:
             raise ValueError(f"{scheme}:// takes a port from 1 to 65535, e.g. "
                              f"{scheme}://127.0.0.1:6379/0")
+        _redis_options(parts.query)
     elif scheme == "sqlite":
         if parts.netloc or not parts.path.strip("/"):
             raise ValueError("sqlite:// needs a file: sqlite:///relative/path or sqlite:////abs/path")
@@ -74,6 +78,13 @@ def limiter_from_url(url: str) -> Limiter:
     * ``redis://...`` or ``rediss://...`` (TLS): budgets shared through Redis by every process
       and machine using the same server (``RedisLimiter(url)``).
 
+    A Redis URL's query may set the limiter's own options, which are taken out of the URL
+    before redis-py reads it: ``namespace`` and ``nonce_namespace`` (see
+    [`RedisLimiter`][txc_async.RedisLimiter]: one namespace per IP address the machines leave
+    through, one nonce namespace per set of machines sharing API keys) and ``cluster`` (``1``
+    or ``true`` for a Redis Cluster), e.g.
+    ``redis://10.0.0.5:6379/0?namespace=eu-egress&nonce_namespace=txc``.
+
     Anything else is refused with a ``ValueError`` that names the accepted forms; the message
     never repeats the URL's password.
     """
@@ -86,4 +97,33 @@ def limiter_from_url(url: str) -> Limiter:
         path = Path(unquote(parts.path[1:]))
         path.parent.mkdir(parents=True, exist_ok=True)
         return SQLiteLimiter(path)
-    return RedisLimiter(url)
+    options = _redis_options(parts.query)
+    rest = urlencode([
+        (name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if name not in _REDIS_OPTIONS
+    ])
+    return RedisLimiter(
+        urlunsplit(parts._replace(query=rest)),
+        namespace=options.get("namespace", "txc"),
+        nonce_namespace=options.get("nonce_namespace"),
+        cluster=options.get("cluster") in _TRUE,
+    )
+
+
+def _redis_options(query: str) -> dict[str, str]:
+    """The limiter's own options in a redis:// URL's query, checked (a ``ValueError`` names
+    the one that is wrong; redis-py's own parameters are left to it)."""
+    options: dict[str, str] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name not in _REDIS_OPTIONS:
+            continue
+        if name in options:
+            raise ValueError(f"{name}: given twice in the limiter URL")
+        if name == "cluster":
+            if value.lower() not in _TRUE + _FALSE:
+                raise ValueError(f"cluster: must be one of {', '.join(_TRUE + _FALSE)}")
+            value = value.lower()
+        elif not value or any(c in value for c in ":{}"):
+            raise ValueError(f"{name}: must be a non-empty string without ':', '{{' or '}}'")
+        options[name] = value
+    return options
