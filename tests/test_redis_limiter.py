@@ -142,6 +142,46 @@ async def test_after_a_loss_of_data_nonces_continue_past_those_already_drawn() -
             await box.aclose()
 
 
+async def test_a_counter_left_by_the_previous_version_is_carried_over(
+    redis_url: str, store: Any
+) -> None:
+    """Version 0.2 kept one nonce counter per API key, under the key's own hash tag, which a
+    burst can leave seconds ahead of the clock: the first signed admission of a key carries it
+    over, so no nonce it gave is given again (the first callers of a burst all wait for it)."""
+    namespace = fresh_namespace()
+    frozen = clock_ms()
+    ahead = frozen + 1_000  # an old burst left its counter 1 s ahead of the clock
+    await store.set(f"{namespace}:{{api-key-id}}:nonce", ahead, px=60_000)
+    limiter = RedisLimiter(redis_url, namespace=namespace)
+    limit = RateLimit(100_000, 10)
+    admissions = await asyncio.gather(*(
+        limiter.acquire("server-id", "s", limit, 5.0, lambda: frozen, nonce_key="api-key-id")
+        for _ in range(20)
+    ))
+    nonces = sorted(a.nonce for a in admissions if a.nonce is not None)
+    assert len(nonces) == 20 and nonces[0] == ahead + 1 and len(set(nonces)) == 20
+    # Another key, with no counter of the previous version, starts at the clock.
+    other = await limiter.acquire("server-id", "s", limit, 5.0, lambda: frozen,
+                                  nonce_key="other-key-id")
+    assert other.nonce == frozen
+    # The previous counter is read once per key and process: a later value is not looked at.
+    await store.set(f"{namespace}:{{api-key-id}}:nonce", ahead + 1_500, px=60_000)
+    later = await limiter.acquire("server-id", "s", limit, 5.0, lambda: frozen,
+                                  nonce_key="api-key-id")
+    assert later.nonce == ahead + 21
+    # Another process carries it again, and never lowers the counter.
+    second = RedisLimiter(redis_url, namespace=namespace)
+    raised = await second.acquire("server-id", "s", limit, 5.0, lambda: frozen,
+                                  nonce_key="api-key-id")
+    assert raised.nonce == ahead + 1_501
+    await store.set(f"{namespace}:{{other-key-id}}:nonce", frozen - 50_000, px=60_000)
+    kept = await second.acquire("server-id", "s", limit, 5.0, lambda: frozen,
+                                nonce_key="other-key-id")
+    assert kept.nonce == frozen + 1
+    for box in (limiter, second):
+        await box.aclose()
+
+
 async def test_a_lowered_limit_counts_what_the_log_already_holds(
     limiter: RedisLimiter, store: Any
 ) -> None:

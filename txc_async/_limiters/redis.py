@@ -95,8 +95,8 @@ class _KeyState:
     nonce it drew from each API key's counter."""
 
     __slots__ = (
-        "anchors", "generation", "key_id", "last_nonce", "nonce_clock", "offset", "per",
-        "seen", "ttl_ms",
+        "anchors", "carried", "generation", "key_id", "last_nonce", "nonce_clock", "offset",
+        "per", "seen", "ttl_ms",
     )
 
     def __init__(self, key_id: str) -> None:
@@ -111,6 +111,9 @@ class _KeyState:
         # was drawn on.
         self.last_nonce: dict[str, int] = {}
         self.nonce_clock: dict[str, Callable[[], int]] = {}
+        # API key's id -> the carrying over of its previous layout's counter (done, or under
+        # way: every first admission of the key waits for it).
+        self.carried: dict[str, asyncio.Future[None]] = {}
         # Redis's clock (s) minus this process's monotonic clock, from the last answer.
         self.offset = 0.0
         # When (monotonic) the store last showed this generation.
@@ -137,6 +140,11 @@ class _KeyState:
                 del anchors[member]
             left = left or bool(anchors)
         return left
+
+
+def _read_outcome(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class RedisLimiter(SharedLimiter):
@@ -239,6 +247,10 @@ class RedisLimiter(SharedLimiter):
         self._check_script: AsyncScript = self._redis.register_script(lua_script("check"))
         self._draw_script: AsyncScript = self._redis.register_script(lua_script("draw"))
         self._reseed_script: AsyncScript = self._redis.register_script(lua_script("reseed"))
+        self._carry_script: AsyncScript = self._redis.register_script(lua_script("carry"))
+        self._get_script: AsyncScript = self._redis.register_script(
+            "return redis.call('GET', KEYS[1])"
+        )
         self._answered_script: AsyncScript = self._redis.register_script(lua_script("answered"))
         self._pause_script: AsyncScript = self._redis.register_script(lua_script("pause"))
         self._forget_script: AsyncScript = self._redis.register_script(lua_script("forget"))
@@ -361,6 +373,8 @@ class RedisLimiter(SharedLimiter):
         nonce_clock, nonce_key = request.nonce_clock, request.nonce_key
         key_id = budgets[0].key_id
         state = self._key_state(key_id)
+        if nonce_clock is not None:
+            await self._carried(state, key_id if nonce_key is None else nonce_key)
         logs = [self.budget_key(key_id, budget.scope) for budget in budgets]
         keys = [self.generation_key(key_id), self.nonce_key(key_id, nonce_key)]
         timeout_us = math.ceil(timeout * 1_000_000)
@@ -445,6 +459,41 @@ class RedisLimiter(SharedLimiter):
         nonce = state.last_nonce[nonce_key] = int(value)
         state.nonce_clock[nonce_key] = nonce_clock
         return nonce
+
+    async def _carried(self, state: _KeyState, api_key: str) -> None:
+        """Wait until the API key's previous counter is carried over (see
+        `_carry_previous_counter`), carrying it when no call of this process did yet, or
+        when the last try failed."""
+        carrying = state.carried.get(api_key)
+        if carrying is not None and carrying.done():
+            if not carrying.cancelled() and carrying.exception() is None:
+                return
+            carrying = None
+        if carrying is None:
+            carrying = state.carried[api_key] = asyncio.ensure_future(
+                self._carry_previous_counter(state.key_id, api_key)
+            )
+            # Its failure is read here even when every caller waiting for it has left.
+            carrying.add_done_callback(_read_outcome)
+        # Shielded: one caller leaving does not cancel the others' wait.
+        await asyncio.shield(carrying)
+
+    async def _carry_previous_counter(self, key_id: str, api_key: str) -> None:
+        """Raise the API key's nonce counter to the last nonce the previous layout's counter
+        gave, when that counter is still in the store: version 0.2 kept one counter per API
+        key under the key's own hash tag (``{namespace}:{<API key id>}:nonce``), and a burst
+        can leave it seconds ahead of the clock. Once per API key and process (a separate read:
+        in a cluster the two counters lie in different slots). A process of the previous
+        version still running beside this one keeps drawing from its own counter: upgrade
+        every process sharing a store together."""
+        previous = await self._run(
+            self._get_script, [f"{self._namespace}:{{{api_key}}}:nonce"], []
+        )
+        if previous is not None:
+            await self._run(
+                self._carry_script, [self.nonce_key(key_id, api_key)],
+                [int(previous), _KEY_TTL_MS],
+            )
 
     async def _reseed(self, state: _KeyState, generation: str) -> None:
         """Write this process's anchors of ``state``'s server back into ``generation``, every
