@@ -227,6 +227,28 @@ async def test_progress_on_a_non_terminal_prints_plain_lines_and_ends_at_100() -
     assert "100.0%" in last
 
 
+async def test_progress_names_the_settling_phase() -> None:
+    import io
+
+    from txc_async import Client
+    from txc_async._export.run import BackfillProgress
+    from txc_async.cli import Progress
+
+    async with Client(base_url="http://127.0.0.1:9") as client:
+        stream = io.StringIO()
+        display = Progress(client, stream, terminal=False, plain_every=0.0)
+        done = BackfillProgress(records=100, jobs_total=1, jobs_done=1, fraction=1.0,
+                                finished=True)
+        display(done)
+        display(BackfillProgress(records=30, jobs_total=4, jobs_done=1, fraction=0.25,
+                                 phase="settle"))
+        display._draw()
+        display.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("backfill: 100.0%")
+    assert lines[-1].startswith("settling:  25.0%") and "30 records" in lines[-1]
+
+
 async def test_progress_says_when_it_waits_for_rate_limit_budget() -> None:
     import time
 

@@ -149,8 +149,16 @@ async def test_a_rerun_reads_the_pending_days_again_and_settles_their_rows(
             # The service settles them, and books a reward at a pending day meanwhile.
             box.rewards.book(box.mining_account_names[4], START + 27 * DAY)
             box.settle_rewards()
-            second = await backfill_to_file(client, start=START, end=end, path=out,
-                                            fmt=fmt)  # type: ignore[arg-type]
+            seen: list[tuple[str, float, bool, int]] = []
+            second = await backfill_to_file(
+                client, start=START, end=end, path=out, fmt=fmt,  # type: ignore[arg-type]
+                on_progress=lambda p: seen.append(
+                    (p.phase, p.fraction, p.finished, p.records)),
+            )
+            # The reading again has a progress of its own, after the backfill's, to 100 %.
+            settling = [s for s in seen if s[0] == "settle"]
+            assert settling and seen.index(settling[0]) > 0
+            assert settling[-1][1:3] == (1.0, True) and settling[-1][3] >= pending_at_first
             assert sum(second.settled.values()) == pending_at_first
             assert second.still_pending == 0
             assert "settled: " in (second.settling() or "")

@@ -14,7 +14,9 @@ __all__ = ["BackfillProgress", "BackfillSummary", "format_moment"]
 
 @dataclass(slots=True)
 class BackfillProgress:
-    """Where a backfill stands, for a progress display."""
+    """Where a backfill stands, for a progress display. ``phase`` is ``"backfill"`` while the
+    range is walked and checked, then ``"settle"`` while the days that held pending rewards are
+    read again (a new progress: its records, jobs and fraction count that reading alone)."""
 
     records: int = 0
     records_before: int = 0
@@ -23,6 +25,7 @@ class BackfillProgress:
     fraction: float = 0.0
     finished: bool = False
     started: float = field(default_factory=time.monotonic)
+    phase: str = "backfill"
 
     def measure(self, coverage: Mapping[int, float]) -> None:
         """Set ``fraction`` from the jobs done and ``coverage``: the share walked of each job

@@ -107,7 +107,7 @@ async def backfill_to_file(
                 client, path, fmt, state_path, prepared, mine, concurrency, on_progress
             )
         return await _settle(client, path, fmt, state_path, prepared, mine, concurrency,
-                             summary, written)
+                             summary, written, on_progress)
 
 
 def _make_directory(path: Path) -> None:
@@ -174,7 +174,7 @@ async def _to_file(
 async def _settle(
     client: RewardsClient, path: Path, fmt: Format, state_path: Path, prepared: Prepared,
     mine: Sequence[RewardJob], concurrency: int, summary: BackfillSummary,
-    written: RunPending,
+    written: RunPending, on_progress: Callable[[BackfillProgress], None] | None = None,
 ) -> BackfillSummary:
     """Read again the days that held pending rewards when the run began (this run's own pending
     rows are left for the next), replace their rows, and those of this run's rewards its check
@@ -197,7 +197,9 @@ async def _settle(
         return dataclasses.replace(summary, still_pending=still, upgraded=prepared.upgraded)
     requests_before = client.stats.requests
     began = time.monotonic()
-    fresh = await read_again(client._rewards_page, runs, concurrency) if runs else {}
+    fresh = (
+        await read_again(client._rewards_page, runs, concurrency, on_progress) if runs else {}
+    )
     jobs = days.keys() | settled.keys()
     replacement = Replacement(
         {job: [*fresh.get(job, []), *settled.get(job, [])] for job in jobs},

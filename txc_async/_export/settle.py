@@ -26,6 +26,7 @@ from .._rewards.engine import BackfillSink, run_backfill
 from .._rewards.plan import RewardJob, RewardPlan
 from .._rewards.walk import WIRE_RECORDS, FetchPage, WireReward, fixed_fields
 from .parquet import PartWriter, legacy_parts, part_files, read_part_file, replace_part
+from .report import BackfillProgress
 from .rowfile import (
     CSV_HEADER,
     encode_csv,
@@ -36,7 +37,7 @@ from .rowfile import (
     read_rows,
     replace_file,
 )
-from .sinks import DAY, PENDING
+from .sinks import DAY, PENDING, OnProgress
 from .state import Format
 
 __all__ = [
@@ -79,24 +80,45 @@ def day_runs(job: RewardJob, days: Iterable[int]) -> list[RewardJob]:
 
 
 class _Collect(BackfillSink[WireReward]):
-    """Every record of a walk and its check, by job number."""
+    """Every record of a walk and its check, by job number; ``on_progress`` told of each page
+    and each run walked (a run is a job here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, runs: int, on_progress: OnProgress | None) -> None:
         self.rows: dict[int, list[WireReward]] = {}
+        self.progress = BackfillProgress(jobs_total=runs, phase="settle")
+        self._on_progress = on_progress
 
     def write(self, job: RewardJob, records: list[WireReward]) -> None:
         self.rows.setdefault(job.index, []).extend(records)
+        self.progress.records += len(records)
+        self._report()
+
+    def finish(self, job: RewardJob) -> None:
+        self.progress.jobs_done += 1
+        self._report()
 
     def found(self, job: RewardJob, records: list[WireReward]) -> None:
         self.write(job, records)
 
+    def checked(self) -> None:
+        self.progress.finished = True
+        self._report()
+
+    def _report(self) -> None:
+        progress = self.progress
+        progress.fraction = progress.jobs_done / progress.jobs_total if progress.jobs_total else 1
+        if self._on_progress is not None:
+            self._on_progress(progress)
+
 
 async def read_again(
-    fetch: FetchPage, jobs: Sequence[RewardJob], concurrency: int
+    fetch: FetchPage, jobs: Sequence[RewardJob], concurrency: int,
+    on_progress: OnProgress | None = None,
 ) -> dict[int, list[WireReward]]:
     """The records of ``jobs`` (runs of pending days) as the server holds them now, each reward
-    once: walked and checked by the backfill engine as any range is."""
-    sink = _Collect()
+    once: walked and checked by the backfill engine as any range is. ``on_progress`` is told
+    how the reading goes (phase ``"settle"``)."""
+    sink = _Collect(len(jobs), on_progress)
     async for _batch in run_backfill(
         fetch, jobs, sink, records=WIRE_RECORDS, concurrency=concurrency
     ):

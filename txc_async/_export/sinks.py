@@ -15,7 +15,9 @@ from .report import BackfillProgress
 from .rowfile import encode_jsonl
 from .state import mark_checked, mark_done, mark_pending
 
-__all__ = ["DAY", "PENDING", "ExportSink", "FileSink", "PieceWriter", "StreamSink"]
+__all__ = [
+    "DAY", "PENDING", "ExportSink", "FileSink", "OnProgress", "PieceWriter", "StreamSink",
+]
 
 _ACCOUNT_OF = attrgetter("mining_account_name")
 

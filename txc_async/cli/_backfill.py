@@ -132,7 +132,10 @@ class Progress:
     def _draw(self, force: bool = False) -> None:
         percent = 100.0 * (1.0 if self._progress.finished else min(self._progress.fraction, 1.0))
         now = time.monotonic()
+        label = self._label if self._progress.phase == "backfill" else "settling"
         if self._bar is not None:
+            if self._bar.desc != label:
+                self._bar.set_description_str(label, refresh=False)
             self._bar.n = percent
             self._bar.set_postfix_str(self.status(now), refresh=False)
             self._bar.refresh()
@@ -140,7 +143,7 @@ class Progress:
         if force or now - self._last_plain >= self._plain_every:
             self._last_plain = now
             line = tqdm.format_meter(
-                percent, 100, now - self._progress.started, prefix=self._label,
+                percent, 100, now - self._progress.started, prefix=label,
                 bar_format="{desc}: {percentage:5.1f}% after {elapsed}{postfix}",
                 postfix=self.status(now),
             )
