@@ -155,9 +155,11 @@ async def test_a_rerun_reads_the_pending_days_again_and_settles_their_rows(
                 on_progress=lambda p: seen.append(
                     (p.phase, p.fraction, p.finished, p.records)),
             )
-            # The reading again has a progress of its own, after the backfill's, to 100 %.
+            # The reading again has a progress of its own, after the backfill's (when the
+            # rerun had new days to walk), to 100 %.
             settling = [s for s in seen if s[0] == "settle"]
-            assert settling and seen.index(settling[0]) > 0
+            assert settling and all(s[0] == "settle" for s in seen[seen.index(settling[0]):])
+            assert (seen[0][0] == "backfill") == (rerun == "later end")
             assert settling[-1][1:3] == (1.0, True) and settling[-1][3] >= pending_at_first
             assert sum(second.settled.values()) == pending_at_first
             assert second.still_pending == 0
