@@ -40,7 +40,9 @@ lint: $(DEV_INSTALLED)
 ## make docs: the documentation site (guides, explanations and the API reference built from the
 ## docstrings) into site/, offline; a broken link or reference fails the build
 docs: $(DEV_INSTALLED)
-	$(VENV)/bin/mkdocs build --strict
+	# NO_MKDOCS_2_WARNING: mkdocs-material's notice of its end of life (May 2027), printed on
+	# every build, is not a warning about this site.
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run
 bench: $(DEV_INSTALLED)
