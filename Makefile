@@ -42,6 +42,8 @@ lint: $(DEV_INSTALLED)
 docs: $(DEV_INSTALLED)
 	# NO_MKDOCS_2_WARNING: mkdocs-material's notice of its end of life (May 2027), printed on
 	# every build, is not a warning about this site.
+	# The performance page's charts, drawn from the benchmarks' figures in benchmarks/results/.
+	$(PY) benchmarks/chart.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run

@@ -7,7 +7,9 @@ Exports decode the wire's strings (no Decimal), and build the check's ledger as 
 The sandbox answers as the live service does: every record carries its status, currency and
 payout fields, and every output writes them.
 
-    python benchmarks/backfill.py [--quick]
+    python benchmarks/backfill.py [--quick] [--json PATH]
+
+``--json PATH`` also writes the figures as JSON (``benchmarks/chart.py`` draws them).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +120,44 @@ async def run_size(accounts: int, per_day: int, concurrency: int,
     return result
 
 
+def as_json(results: list[dict[str, Any]], *, quick: bool, sizes: int,
+            conditions: dict[str, str]) -> dict[str, Any]:
+    """The run's figures in the shape ``benchmarks/chart.py`` reads: the iterator at each size,
+    then each export of the larger size, each with its records per second, client CPU per
+    record (µs) and peak resident memory (MB)."""
+
+    def figures(result: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "output": result["format"] or "iterator",
+            "records": result["records"],
+            "requests": result["requests"],
+            "seconds": result["seconds"],
+            "records_per_s": result["records"] / result["seconds"],
+            "cpu_per_record_us": 1e6 * result["cpu"] / result["records"],
+            "peak_rss_mb": result["peak_rss"],
+            "rss_before_mb": result["rss_before"],
+        }
+
+    return {
+        "benchmark": "backfill",
+        "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
+        "mode": "quick" if quick else "full",
+        **conditions,
+        "txc_async": txc_async.__version__,
+        "concurrency": 8,
+        "days": DAYS,
+        "iterator": [figures(result) for result in results[:sizes]],
+        "exports": [figures(result) for result in results[sizes:]],
+    }
+
+
+def sizes_of(quick: bool) -> list[tuple[int, int]]:
+    """The iterator's sizes: mining accounts and rewards per day."""
+    return [(100, 1), (100, 4)] if quick else [(100, 3), (100, 14)]
+
+
 async def main(quick: bool) -> list[dict[str, Any]]:
-    sizes = [(100, 1), (100, 4)] if quick else [(100, 3), (100, 14)]
+    sizes = sizes_of(quick)
     results = []
     print(f"backfill of two years of rewards from the sandbox (another process, limits lifted), "
           f"concurrency 8; {machine()}")
@@ -164,4 +203,12 @@ if __name__ == "__main__":
     else:
         parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
         parser.add_argument("--quick", action="store_true")
-        asyncio.run(main(parser.parse_args().quick))
+        parser.add_argument("--json", type=Path, metavar="PATH",
+                            help="also write the figures as JSON to PATH")
+        arguments = parser.parse_args()
+        found = asyncio.run(main(arguments.quick))
+        if arguments.json is not None:
+            document = as_json(found, quick=arguments.quick, sizes=len(sizes_of(arguments.quick)),
+                               conditions={"machine": machine()})
+            arguments.json.write_text(json.dumps(document, indent=2) + "\n")
+            print(f"figures written to {arguments.json}")

@@ -14,7 +14,9 @@ by call with the lean client alone (``paired``), the pairs following each other 
 and medians are reported. The whole run is made once on asyncio's event loop and once on
 uvloop's, the passes alternating too.
 
-    python benchmarks/percall.py [--quick]
+    python benchmarks/percall.py [--quick] [--json PATH]
+
+``--json PATH`` also writes the figures as JSON (``benchmarks/chart.py`` draws them).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -452,6 +456,11 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
     }
     figures["throughput"] = {n: median(samples.rate[n]) for n in names}
     figures["throughput_cpu"] = {n: median(samples.busy_cpu[n]) for n in names}
+    # Every contender's CPU per call over the lean client's: the median of its pairs' ratios.
+    figures["to_lean"] = {
+        op: {n: median(samples.ratio[op, n]) for n in names if n != LEAN} for op in OPERATIONS
+    }
+    figures["to_other"] = {}
     print(f"\n-- event loop: {loop} --")
     print(f"{rounds} rounds of {count} sequential calls per contender, each contender taking "
           "turns call by call with the lean client alone (the lean client's figures pool its "
@@ -498,15 +507,16 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
         if other not in names:
             continue
         print(f"ratios, {OURS} to {other}:")
+        to_other = figures["to_other"][other] = {}
         for operation in OPERATIONS:
             # Each against the lean client in its own pair, round by round.
-            ratio = median([
+            ratio = to_other[operation] = median([
                 ours / theirs for ours, theirs in zip(
                     samples.ratio[operation, OURS], samples.ratio[operation, other], strict=True
                 )
             ])
             print(f"  CPU per call, {operation:28} {ratio:5.2f}x")
-        ratio = figures["throughput"][OURS] / figures["throughput"][other]
+        ratio = to_other["throughput"] = figures["throughput"][OURS] / figures["throughput"][other]
         print(f"  throughput, {callers} callers{'':19} {ratio:5.2f}x")
     print("what bounds the CPU per call (the floor of ClientSession.request: signing, "
           "aiohttp's exchange through session.post, reading bytes; txc_async's own session "
@@ -523,7 +533,65 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
     return figures
 
 
-def main(quick: bool) -> dict[str, Any]:
+def as_json(figures: dict[str, Any], *, quick: bool, passes: int, rounds: int, count: int,
+            callers: int, each: int, throughput_rounds: int, conditions: dict[str, str]
+            ) -> dict[str, Any]:
+    """The run's figures in the shape ``benchmarks/chart.py`` reads: per event loop, each
+    contender's CPU per call (µs), median latency (ms) and throughput (calls/s), and the
+    ratios measured in the run (txc_async's to each contender, and each contender's to the lean
+    client)."""
+    loops = {}
+    for loop, found in figures.items():
+        if loop == "decode":
+            continue
+        names = list(found["throughput"])
+        loops[loop] = {
+            "cpu_per_call_us": {
+                op: {n: found[op][n][0] * 1e6 for n in names} for op in OPERATIONS
+            },
+            "median_latency_ms": {
+                op: {n: found[op][n][1] * 1e3 for n in names} for op in OPERATIONS
+            },
+            "throughput_calls_per_s": found["throughput"],
+            "throughput_cpu_per_call_us": {
+                n: found["throughput_cpu"][n] * 1e6 for n in names
+            },
+            # CPU per call over the lean client's, each the median of its pairs' ratios;
+            # throughput: the contender's calls per second over the lean client's.
+            "to_lean": {
+                n: {
+                    **{op: found["to_lean"][op][n] for op in OPERATIONS},
+                    "throughput": found["throughput"][n] / found["throughput"][LEAN],
+                }
+                for n in names if n != LEAN
+            },
+            "txc_async_to": found["to_other"],
+            "targets": {
+                label: {"ratio": ratio, "met": met} for _, label, ratio, met in found["checks"]
+            },
+        }
+    return {
+        "benchmark": "percall",
+        "recorded": datetime.now(UTC).isoformat(timespec="seconds"),
+        "mode": "quick" if quick else "full",
+        **conditions,
+        "txc_async": txc_async.__version__,
+        "run": {
+            "passes": passes, "rounds": rounds * passes, "sequential_calls_per_round": count,
+            "callers": callers, "keys_per_contender": KEYS_PER_CONTENDER,
+            "calls_per_throughput_round": callers * each,
+            "throughput_rounds": throughput_rounds * passes,
+        },
+        "contenders": {"ours": OURS, "lean": LEAN, "floor": FLOOR, "hand": HAND, "ccxt": CCXT},
+        "targets": TARGETS,
+        "loops": loops,
+        "decode_investments_us": {
+            label: seconds * 1e6 for label, seconds in figures["decode"].items()
+        },
+    }
+
+
+def main(quick: bool, json_path: Path | None = None) -> dict[str, Any]:
     passes, rounds, count = (1, 4, 100) if quick else (2, 8, 200)
     callers, each = 64, (10 if quick else 40)
     throughput_rounds = 2 if quick else 4
@@ -542,7 +610,9 @@ def main(quick: bool) -> dict[str, Any]:
     else:
         print("uvloop is not installed (pip install 'txc_async[dev]'): its pass is skipped")
     samples = {name: Samples() for name, _ in loops}
-    print(f"per-call cost against the sandbox in another process; {machine()}; {load()}")
+    conditions = {"machine": machine(), "load_before": load()}
+    print(f"per-call cost against the sandbox in another process; {conditions['machine']}; "
+          f"{conditions['load_before']}")
     server = start_sandbox_process()
     try:
         for number in range(passes):
@@ -578,12 +648,23 @@ def main(quick: bool) -> dict[str, Any]:
           f"typed with Decimal money, {costs['text'] * 1e6:.0f} µs with the money left as "
           f"strings: {decimals * 1e6:.0f} µs ({decimals / costs['typed']:.0%}) is building the "
           "Decimals, which no client returning Decimal can avoid")
-    print(load())
+    conditions["load_after"] = load()
+    print(conditions["load_after"])
     figures["decode"] = costs
+    if json_path is not None:
+        document = as_json(
+            figures, quick=quick, passes=passes, rounds=rounds, count=count, callers=callers,
+            each=each, throughput_rounds=throughput_rounds, conditions=conditions,
+        )
+        json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        print(f"figures written to {json_path}")
     return figures
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    main(parser.parse_args().quick)
+    parser.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write the figures as JSON to PATH")
+    arguments = parser.parse_args()
+    main(arguments.quick, arguments.json)
