@@ -38,11 +38,11 @@ lint: $(DEV_INSTALLED)
 	$(VENV)/bin/ruff check .
 
 ## make docs: the documentation site (guides, explanations and the API reference built from the
-## docstrings) into site/, offline; a broken link or reference fails the build
+## docstrings) into site/, offline; a broken link or reference fails the build. The performance
+## page's charts are drawn first from the benchmarks' figures in benchmarks/results/.
+## NO_MKDOCS_2_WARNING: mkdocs-material's notice of its end of life (May 2027), printed on every
+## build, is not a warning about this site.
 docs: $(DEV_INSTALLED)
-	# NO_MKDOCS_2_WARNING: mkdocs-material's notice of its end of life (May 2027), printed on
-	# every build, is not a warning about this site.
-	# The performance page's charts, drawn from the benchmarks' figures in benchmarks/results/.
 	$(PY) benchmarks/chart.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
