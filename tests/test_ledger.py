@@ -335,3 +335,16 @@ def test_a_page_of_plain_amounts_keeps_them_as_sent() -> None:
     records = [_rec(f"acc_{i}", START, reward=f"-{i}.{i}0") for i in range(5)]
     page = WIRE_RECORDS.decode(msgspec.json.encode({"offset": 0, "limit": 100, "data": records}))
     assert [r.reward for r in page] == [f"-{i}.{i}0" for i in range(5)]
+
+
+def test_the_digests_of_a_batch_are_each_record_s_digest() -> None:
+    from txc_async._rewards.ledger import digests_of
+    from txc_async._rewards.walk import WireReward
+
+    records = [
+        WireReward(f"acc_{i}", "1", "1", "0", "1", "1", START + i,
+                   reward_currency=None if i % 3 == 0 else "BTC", status="pending")
+        for i in range(7)
+    ]
+    assert digests_of(records) == b"".join(map(record_digest, records))
+    assert digests_of([]) == b""

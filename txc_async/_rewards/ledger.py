@@ -75,6 +75,16 @@ def record_digest(record: Any) -> bytes:
     return hashlib.blake2b(_encode(fixed_fields(record)), digest_size=_DIGEST_BYTES).digest()
 
 
+def digests_of(records: Iterable[Any]) -> bytes:
+    """The `record_digest` of each of ``records``, one after the other (16 bytes each): the
+    same digests, without a call of it per record."""
+    blake2b = hashlib.blake2b
+    return b"".join([
+        blake2b(key, digest_size=_DIGEST_BYTES).digest()
+        for key in map(_encode, map(fixed_fields, records))
+    ])
+
+
 #: The digest of records as read from the wire: the same as `record_digest`, since a
 #: reward's identity holds no amount whose spelling could differ between readers.
 wire_digest = record_digest
@@ -139,7 +149,7 @@ class RewardLedger(Generic[R]):
         rng = self._ranges[key]
         batch = records if isinstance(records, list) else list(records)
         rng.dates.extend([record.date for record in batch])
-        rng.digests += b"".join(map(rng.digest, batch))
+        rng.digests += digests_of(batch)
 
     def __len__(self) -> int:
         return sum(len(rng.dates) for rng in self._ranges.values())
