@@ -374,6 +374,7 @@ async def test_the_resume_hint_only_where_resuming_exists(tmp_path: Path) -> Non
 
 async def test_sandbox_command_sizes_its_book_and_prints_the_oauth_credentials() -> None:
     import asyncio
+    import os
     import sys
 
     server = await asyncio.create_subprocess_exec(
@@ -383,14 +384,29 @@ async def test_sandbox_command_sizes_its_book_and_prints_the_oauth_credentials()
     try:
         assert server.stdout is not None
         lines = [(await asyncio.wait_for(server.stdout.readline(), 30)).decode()
-                 for _ in range(5)]
+                 for _ in range(7)]
+        assert "7 mining accounts, 10 days of rewards from 2024-01-01" in lines[0]
+        assert "booking new rewards live" in lines[0]
+        exported = dict(
+            line.removeprefix("export ").strip().split("=", 1) for line in lines[1:]
+        )
+        assert set(exported) == {
+            "TXC_BASE_URL", "TXC_API_KEY", "TXC_API_SECRET", "TXC_OAUTH_CLIENT_ID",
+            "TXC_OAUTH_CLIENT_SECRET", "TXC_OAUTH_REFRESH_TOKEN",
+        }
+        assert exported["TXC_OAUTH_CLIENT_ID"] == "sandbox-client-0"
+        # With what it printed, the command line's OAuth refresh works against it.
+        refresh = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "txc_async", "oauth", "refresh", "--json",
+            env={**os.environ, **exported}, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(refresh.communicate(), 60)
+        assert refresh.returncode == 0, err
+        assert b"access_token" in out
     finally:
         server.terminate()
         await server.wait()
-    assert "7 mining accounts, 10 days of rewards from 2024-01-01" in lines[0]
-    assert "booking new rewards live" in lines[0]
-    assert "client_id=sandbox-client-0" in lines[4] and "client_secret=" in lines[4]
-    assert "refresh_token=" in lines[4]
 
 
 async def test_the_command_line_stays_exact_while_the_server_books_rewards(

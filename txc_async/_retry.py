@@ -24,10 +24,12 @@ class RetryPolicy:
     - ``max_rate_limit_retries``: re-sends of any request after the server refused it for its rate
       limit (nothing was executed); the scope's budget pauses before each.
     - ``max_nonce_retries``: re-sends, freshly signed, after the server refused a nonce.
-    - Backoff: ``backoff_base * 2**attempt`` seconds, capped at ``backoff_cap``, times a jitter
-      factor in [0.5, 1.0]; a Retry-After from the server is honoured up to ``max_retry_after``.
-      Each of the three is a number of seconds from 0 to a day (``MAX_WAIT``): a retried call
-      never waits without end.
+    - Backoff of the re-sends after a failure (``max_retries``): ``backoff_base * 2**attempt``
+      seconds, capped at ``backoff_cap``, times a jitter factor in [0.5, 1.0]; a Retry-After
+      that comes with such a failure (a 503, say) is honoured up to ``max_retry_after``. Each of
+      the three is a number of seconds from 0 to a day (``MAX_WAIT``): a retried call never
+      waits without end. A rate-limit refusal's pause is not set here: the budget it is blamed
+      on pauses for the server's Retry-After or a doubling backoff, always from 1 to 30 s.
     """
 
     max_retries: int = 3

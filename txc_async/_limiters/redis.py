@@ -480,9 +480,10 @@ class RedisLimiter(SharedLimiter):
 
     async def _carry_previous_counter(self, key_id: str, api_key: str) -> None:
         """Raise the API key's nonce counter to the last nonce the previous layout's counter
-        gave, when that counter is still in the store: version 0.2 kept one counter per API
-        key under the key's own hash tag (``{namespace}:{<API key id>}:nonce``), and a burst
-        can leave it seconds ahead of the clock. Once per API key and process (a separate read:
+        gave, when that counter is still in the store: the version that kept budgets per API
+        key (0.2.0 in the changelog) kept one counter per key under the key's own hash tag
+        (``{namespace}:{<API key id>}:nonce``), and a burst can leave it seconds ahead of the
+        clock. Once per API key and process (a separate read:
         in a cluster the two counters lie in different slots). A process of the previous
         version still running beside this one keeps drawing from its own counter: upgrade
         every process sharing a store together."""

@@ -55,8 +55,10 @@ async def run_sandbox(args: argparse.Namespace) -> int:
         print(f"export TXC_BASE_URL={box.url}")
         print(f"export TXC_API_KEY={box.api_key}")
         print(f"export TXC_API_SECRET={box.api_secret}")
-        print(f"# OAuth: client_id={box.oauth_client_id} client_secret={box.oauth_client_secret} "
-              f"refresh_token={box.oauth_refresh_token}")
+        # The sandbox's own OAuth application, so that `txc-async oauth refresh` works too.
+        print(f"export TXC_OAUTH_CLIENT_ID={box.oauth_client_id}")
+        print(f"export TXC_OAUTH_CLIENT_SECRET={box.oauth_client_secret}")
+        print(f"export TXC_OAUTH_REFRESH_TOKEN={box.oauth_refresh_token}")
         print("press Ctrl-C to stop", flush=True)
         stop = asyncio.Event()
         booking = asyncio.create_task(_book_live(box, stop)) if args.live else None

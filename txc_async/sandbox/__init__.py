@@ -25,7 +25,11 @@ FAULT_KINDS = _server.FAULT_KINDS
 (answers after ``delay`` seconds), ``late`` (arrives ``delay`` seconds late and is judged then,
 nonce included), ``rate_limit_429``, ``nonce_429``, ``throttle`` ("Too Many Attempts."),
 ``validation_failed`` (the order refusal the API's first specification shows: code 30, no field
-errors), ``error_200`` (an error body with status 200) and ``empty_404``; ``throttle`` and
+errors), ``error_200`` (an error body with status 200), ``empty_404``, ``malformed_http`` (bytes
+that are not HTTP, then the connection closes); and faults that change a success answer:
+``oto_empty_leg`` (the order's OTO legs not given read ``value``), ``unlisted_status`` (a status
+no enum lists), ``non_finite`` (every decimal amount reads ``value``, ``"NaN"`` by default) and
+``oversized`` (the answer padded to ``size`` bytes, without a Content-Length). ``throttle`` and
 ``validation_failed`` take ``status=`` 400 or 422."""
 PATH_SCOPES = _server.PATH_SCOPES
 """Every path the sandbox serves, with the rate-limit scope its requests count against."""
