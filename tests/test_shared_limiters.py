@@ -311,7 +311,7 @@ async def test_a_client_with_a_shorter_window_leaves_a_longer_windows_log_whole(
     """Two clients of one budget count it in windows of different lengths (20 per 4 s, 5 per
     1 s). The shorter one's admissions never drop the anchors the longer one counts: it still
     admits only 20 in its 4 s (before, the store kept only the last admitter's window, and a
-    review measured 35 at the server for a limit of 20)."""
+    run measured 35 at the server for a limit of 20)."""
     long_limit, short_limit = RateLimit(20, 4.0), RateLimit(5, 1.0)
     longer, shorter = store.limiter(), store.limiter()
     for _ in range(15):
