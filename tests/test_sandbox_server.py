@@ -552,3 +552,11 @@ async def test_reset_and_slow_and_executed_faults(
     assert (await post(http, box, CREATE, {"name": "made_anyway"}))[0] == 400  # it exists
     with pytest.raises(ValueError, match="kind"):
         box.faults.add(BALANCE, "nonsense")
+
+
+def test_a_hash_continued_from_a_prefix_is_the_whole_hash() -> None:
+    from txc_async.sandbox._data import mix, mix_on
+
+    for values in [(0, 0, 0), (7, 299, 10**6), (1, 2**70, -5)]:
+        assert mix(*values) == mix_on(mix(*values[:2]), values[2])
+        assert mix(*values) == mix_on(mix(), *values)

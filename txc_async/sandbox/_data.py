@@ -8,14 +8,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["InvestmentBook", "RewardBook", "mix", "money"]
+__all__ = ["InvestmentBook", "RewardBook", "mix", "mix_on", "money"]
 
 _MASK = (1 << 64) - 1
 
 
 def mix(*values: int) -> int:
     """A 64-bit hash of integers (splitmix64 rounds): cheap, stable across runs and platforms."""
-    h = 0x9E3779B97F4A7C15
+    return mix_on(0x9E3779B97F4A7C15, *values)
+
+
+def mix_on(h: int, *values: int) -> int:
+    """`mix` of ``values`` continued from ``h``: ``mix(a, b) == mix_on(mix(a), b)``, so the
+    rounds of a prefix shared by many hashes are done once."""
     for value in values:
         h = (h ^ (value & _MASK)) & _MASK
         h = (h + 0x9E3779B97F4A7C15) & _MASK
@@ -92,6 +97,8 @@ class RewardBook:
         self.settled_at = float("-inf")
         self._addresses = [f"bc1q{mix(seed, i, 0xAD):016x}{mix(seed, i, 0xAE):016x}"
                            for i in range(accounts)]
+        # Each account's records hash (seed, account, t): the first two rounds done once.
+        self._account_hashes = [mix(seed, i) for i in range(accounts)]
 
     def book(self, account: str, date: int) -> dict[str, Any]:
         """Book a new reward of ``account`` dated ``date`` (any date, inside the synthetic days
@@ -146,7 +153,7 @@ class RewardBook:
 
     def record(self, account: int, t: int) -> dict[str, Any]:
         date = self.date(t)
-        h = mix(self.seed, account, t)
+        h = mix_on(self._account_hashes[account], t)
         record = self._record(account, date, h)
         if self.live:
             pending = self.pending_from is not None and date >= self.pending_from
