@@ -272,6 +272,18 @@ async def test_parquet_round_trip_is_exact_in_pyarrow_duckdb_and_polars(tmp_path
     frame = pl.read_parquet(str(out / "*.parquet"))
     assert frame.height == len(wire)
     assert Decimal(str(frame["reward"].sum())) == total
+    # Dictionaries for the columns of few values only; no statistics for the transaction hash,
+    # which a reader cannot filter on; the others keep theirs (a date filter skips row groups).
+    import pyarrow.parquet as pq
+
+    group = pq.ParquetFile(out / parts[0]).metadata.row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    dictionary = {name for name, column in columns.items()
+                  if any("DICTIONARY" in encoding for encoding in column.encodings)}
+    assert dictionary == {"mining_account_name", "status", "reward_currency",
+                          "payout_destination", "payout_address"}
+    assert not columns["payout_transaction_hash"].is_stats_set
+    assert columns["date"].is_stats_set and columns["reward"].is_stats_set
 
 
 async def test_parquet_resumes_an_unfinished_piece_and_repairs_a_lost_part(
