@@ -96,15 +96,15 @@ class _Range:
     base: dict[str, Any]
     start: int | None
     end: int | None
-    digest: Callable[[Any], bytes]
     #: The date and the digest of each record returned, in the order they came: 24 bytes a
     #: record, and no object per record or per date.
     dates: array[int] = field(default_factory=lambda: array("q"))
     digests: bytearray = field(default_factory=bytearray)
 
-    def add(self, record: Any, digest: bytes | None = None) -> None:
+    def add(self, record: Any, digest: bytes) -> None:
+        """One record returned, with its `record_digest`."""
         self.dates.append(record.date)
-        self.digests += digest or self.digest(record)
+        self.digests += digest
 
     def returned(self, lo: int | None, hi: int | None) -> set[bytes]:
         """The digests of the records returned dated ``lo..hi``."""
@@ -132,14 +132,11 @@ class RewardLedger(Generic[R]):
 
     def __init__(self) -> None:
         self._ranges: dict[Hashable, _Range] = {}
-        self._digest = record_digest
 
     def add_range(self, key: Hashable, params: dict[str, Any]) -> None:
         """A range that is walked: its request parameters (``from``, ``to``, ``account``)."""
         base = {k: v for k, v in params.items() if k not in ("from", "to", "offset", "limit")}
-        self._ranges[key] = _Range(
-            key, base, params.get("from"), params.get("to"), self._digest
-        )
+        self._ranges[key] = _Range(key, base, params.get("from"), params.get("to"))
 
     def __contains__(self, key: object) -> bool:
         return key in self._ranges
@@ -231,7 +228,7 @@ async def _read_again(fetch: FetchPage, segment: _Segment, records: Operation[Pa
     cursor: RewardsCursor[R] = RewardsCursor(_span(rng.base, segment.lo, segment.hi))
     async for page in walk_rewards(fetch, cursor, records):
         for record in page:
-            digest = rng.digest(record)
+            digest = record_digest(record)
             if digest not in returned:
                 returned.add(digest)
                 fresh.append(record)
