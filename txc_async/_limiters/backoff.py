@@ -11,10 +11,13 @@ refusal (another client on the same address, a passing fault) only pauses.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
 
 from .base import RateLimit
 
@@ -25,6 +28,7 @@ __all__ = [
     "MIN_PAUSE",
     "RefusalState",
     "backoff_pause",
+    "blamed_budget",
     "blamed_group",
 ]
 
@@ -55,6 +59,33 @@ def blamed_group(
         if state.others_answered(scope, now, limit.per_seconds):
             return index
     return None
+
+
+class _Blamable(Protocol):
+    """A budget as the blame reads it: its lock, and what it learned from refusals."""
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def refusals(self) -> RefusalState: ...
+
+
+_B = TypeVar("_B", bound=_Blamable)
+
+
+def blamed_budget(
+    scope: str, budgets: Sequence[_B], limits: Sequence[RateLimit], now: float
+) -> tuple[_B, RateLimit]:
+    """The budget a rate-limit refusal of a request of ``scope`` is blamed on (see
+    `blamed_group`), with its limit: ``budgets[0]`` is the request's scope, the others its
+    groups, ``limits`` theirs in the same order. The groups are read under their locks."""
+    groups = list(zip(budgets[1:], limits[1:], strict=True))
+    with contextlib.ExitStack() as locks:
+        for budget, _ in groups:
+            locks.enter_context(budget.lock)
+        blamed = blamed_group(scope, [(budget.refusals, limit) for budget, limit in groups], now)
+    return (budgets[0], limits[0]) if blamed is None else groups[blamed]
 
 
 def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], float]) -> float:

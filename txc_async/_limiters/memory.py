@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from .backoff import RefusalState, blamed_group
+from .backoff import RefusalState, blamed_budget
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 
 __all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
@@ -577,14 +577,7 @@ class InProcessLimiter(BaseLimiter):
                     budget.wake = None
         pause = 0.0
         if outcome is _RATE_LIMITED:
-            groups = list(zip(drawn[1:], limits[1:], strict=True))
-            with contextlib.ExitStack() as locks:
-                for budget, _ in groups:
-                    locks.enter_context(budget.lock)
-                blamed = blamed_group(
-                    admission.scope, [(b.refusals, limit) for b, limit in groups], now
-                )
-            target, limit = (drawn[0], limits[0]) if blamed is None else groups[blamed]
+            target, limit = blamed_budget(admission.scope, drawn, limits, now)
             with target.lock:
                 pause = target.refusals.on_refused(
                     admission.admitted, now, limit, retry_after, self._random

@@ -11,7 +11,6 @@ on) and `SharedLimiter._record`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random as _random
 import threading
 import time
@@ -19,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple
 
 from .._time.nonces import BaseNonceClock, known_ceiling
-from .backoff import RefusalState, blamed_group
+from .backoff import RefusalState, blamed_budget
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 from .memory import FifoTurns, _wake, sleep_unless_woken
 
@@ -346,14 +345,7 @@ class SharedLimiter(BaseLimiter):
             return None, admission.limit
         if outcome is not Outcome.RATE_LIMITED:
             return None, admission.limit
-        groups = list(zip(budgets[1:], limits[1:], strict=True))
-        with contextlib.ExitStack() as locks:
-            for budget, _ in groups:
-                locks.enter_context(budget.lock)
-            blamed = blamed_group(
-                admission.scope, [(budget.refusals, limit) for budget, limit in groups], now
-            )
-        return (budgets[0], limits[0]) if blamed is None else groups[blamed]
+        return blamed_budget(admission.scope, budgets, limits, now)
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
         """``limit``, or the lower limit this process learned from the server's refusals."""
