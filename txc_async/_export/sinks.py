@@ -4,6 +4,7 @@ display and the summary."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import BinaryIO, Protocol
@@ -131,9 +132,8 @@ class FileSink(ExportSink):
         self.pending: dict[int, set[int]] = {
             job: set(days) for job, days in (pending or {}).items()
         }
-        #: Pending rows this run wrote, per ``(job, day)``.
-        self.pending_rows: dict[tuple[int, int], int] = {}
-        #: The rewards of those rows, per job, while no newer state of them was read.
+        #: The rewards this run wrote pending, per job (one row each: a walk and its check
+        #: return a reward once), while no newer state of them was read.
         self._pending_rewards: dict[int, set[tuple[str, int, str]]] = {}
         #: Rewards this run wrote pending that the check read again settled, per job: their
         #: rows are replaced once the run is over (see ``_export.settle``).
@@ -149,9 +149,14 @@ class FileSink(ExportSink):
         if pending:
             self.pending.setdefault(job, set()).update(r.date // DAY for r in pending)
             self._pending_rewards.setdefault(job, set()).update(map(fixed_fields, pending))
-            for r in pending:
-                key = job, r.date // DAY
-                self.pending_rows[key] = self.pending_rows.get(key, 0) + 1
+
+    @property
+    def pending_rows(self) -> dict[tuple[int, int], int]:
+        """The rows this run wrote pending that are still so, per ``(job, day)``."""
+        return dict(Counter(
+            (job, date // DAY) for job, rewards in self._pending_rewards.items()
+            for _, date, _ in rewards
+        ))
 
     def seen_again(self, job: RewardJob, records: list[WireReward]) -> None:
         """A reward this run wrote pending that the check read again final is kept for its row
@@ -160,14 +165,10 @@ class FileSink(ExportSink):
         if not written:
             return
         for r in records:
-            if r.status == PENDING or fixed_fields(r) not in written:
-                continue
-            written.discard(fixed_fields(r))
-            self.settled_in_run.setdefault(job.index, []).append(r)
-            day = job.index, r.date // DAY
-            self.pending_rows[day] -= 1
-            if not self.pending_rows[day]:
-                del self.pending_rows[day]
+            key = fixed_fields(r)
+            if r.status != PENDING and key in written:
+                written.discard(key)
+                self.settled_in_run.setdefault(job.index, []).append(r)
 
     def _settle(self, job: int) -> None:
         self._writer.finish(job)
