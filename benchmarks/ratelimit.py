@@ -636,40 +636,47 @@ def print_shared(rows: list[tuple[str, Result]]) -> None:
               f"{r.refused:>5} {r.span:>6.2f}s {r.least / r.span if r.span else 0:>10.1%}")
 
 
-async def shared_main(quick: bool) -> list[tuple[str, Result]]:
-    """The restart case and a burst from several processes, through each backend."""
+@contextlib.contextmanager
+def backend_specs(name: str) -> Iterator[list[tuple[str, str]]]:
+    """Every backend as a sender process's spec, named ``name`` in a SQLite file of a temporary
+    folder and a Redis namespace (with a redis-server of its own while the block runs, when
+    one is installed)."""
     import tempfile
 
+    with tempfile.TemporaryDirectory(prefix="txc-bench-") as folder:
+        backends = [("InProcessLimiter", "memory:"),
+                    ("SQLiteLimiter", f"sqlite:{folder}/{name}.sqlite")]
+        redis = None
+        if find_redis_server() is not None:
+            redis = RedisServer()
+            redis.start()
+            backends.append(("RedisLimiter", f"redis:{redis.url}:{name}{os.getpid()}"))
+        try:
+            yield backends
+        finally:
+            if redis is not None:
+                redis.stop()
+
+
+async def shared_main(quick: bool) -> list[tuple[str, Result]]:
+    """The restart case and a burst from several processes, through each backend."""
     limit = RateLimit(50, 1.0) if quick else RateLimit(200, 2.0)
     killed_after = limit.max_requests * 3 // 2  # into the second window
     rerun = limit.max_requests * 2
     burst = limit.max_requests * 4
     rows: list[tuple[str, Result]] = []
-    with tempfile.TemporaryDirectory(prefix="txc-bench-") as folder:
-        backends = [
-            ("InProcessLimiter", "memory:"),
-            ("SQLiteLimiter", f"sqlite:{folder}/limits.sqlite"),
-        ]
-        redis = None
-        if find_redis_server() is not None:
-            redis = RedisServer()
-            redis.start()
-            backends.append(("RedisLimiter", f"redis:{redis.url}:bench{os.getpid()}"))
-        try:
-            async with ArrivalServerProcess() as server:
-                for name, spec in backends:
-                    rows.append(("killed and rerun at once", await restart_case(
-                        server, name, spec, f"restart-{name}", limit, killed_after, rerun,
-                    )))
-                for name, spec in backends:
-                    processes = 1 if spec == "memory:" else 2
-                    label = f"burst, {processes} process" + ("es" if processes > 1 else "")
-                    rows.append((label, await shared_burst(
-                        server, name, spec, f"burst-{name}", limit, burst, processes,
-                    )))
-        finally:
-            if redis is not None:
-                redis.stop()
+    with backend_specs("bench") as backends:
+        async with ArrivalServerProcess() as server:
+            for name, spec in backends:
+                rows.append(("killed and rerun at once", await restart_case(
+                    server, name, spec, f"restart-{name}", limit, killed_after, rerun,
+                )))
+            for name, spec in backends:
+                processes = 1 if spec == "memory:" else 2
+                label = f"burst, {processes} process" + ("es" if processes > 1 else "")
+                rows.append((label, await shared_burst(
+                    server, name, spec, f"burst-{name}", limit, burst, processes,
+                )))
     print(f"limit {limit.max_requests} per {limit.per_seconds:g} s; sender processes with 50 "
           f"requests under way each, 0-20 ms network delay; killed after {killed_after} answers, "
           f"rerun with {rerun}; bursts of {burst}")
@@ -712,30 +719,17 @@ async def group_burst(server: ArrivalServerProcess, name: str, spec: str, budget
 async def group_main(quick: bool) -> list[tuple[str, Result]]:
     """The group's efficiency through each backend, at 1 s windows (and 10 s ones), and what
     an admission costs with a group beside one without."""
-    import tempfile
-
     windows = [RateLimit(100, 1.0)] if quick else [RateLimit(200, 1.0), RateLimit(200, 10.0)]
     rows: list[tuple[str, Result]] = []
-    with tempfile.TemporaryDirectory(prefix="txc-bench-") as folder:
-        backends = [("InProcessLimiter", "memory:"),
-                    ("SQLiteLimiter", f"sqlite:{folder}/groups.sqlite")]
-        redis = None
-        if find_redis_server() is not None:
-            redis = RedisServer()
-            redis.start()
-            backends.append(("RedisLimiter", f"redis:{redis.url}:group{os.getpid()}"))
-        try:
-            async with ArrivalServerProcess() as server:
-                for group in windows:
-                    for name, spec in backends:
-                        label = f"group {group.max_requests} per {group.per_seconds:g} s"
-                        rows.append((label, await group_burst(
-                            server, name, spec, f"group-{name}-{group.per_seconds:g}", group,
-                            4 * group.max_requests,
-                        )))
-        finally:
-            if redis is not None:
-                redis.stop()
+    with backend_specs("group") as backends:
+        async with ArrivalServerProcess() as server:
+            for group in windows:
+                for name, spec in backends:
+                    label = f"group {group.max_requests} per {group.per_seconds:g} s"
+                    rows.append((label, await group_burst(
+                        server, name, spec, f"group-{name}-{group.per_seconds:g}", group,
+                        4 * group.max_requests,
+                    )))
     print("two operations from two API keys, each allowed the whole group, drawing on one group "
           "at once (two sender processes for the shared backends)")
     print_shared(rows)
