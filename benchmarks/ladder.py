@@ -42,7 +42,7 @@ from typing import Any
 import aiohttp
 
 import txc_async
-from txc_async._answers import decode_answer
+from txc_async._answers.errors import decode_answer
 from txc_async._operations import Operation
 from txc_async._pipeline import Pipeline
 from txc_async._retry import RetryPolicy

@@ -27,10 +27,10 @@ from yarl import URL
 import txc_async
 from txc_async._limiters.base import Admission, Outcome, RateLimit
 from txc_async._models import _Balance
+from txc_async._nonces.clock import MAX_NONCE_LEAD_MS, ServerClock
+from txc_async._nonces.sources import NonceSource
 from txc_async._operations import BALANCE
 from txc_async._signing import Signer
-from txc_async._time.clock import MAX_NONCE_LEAD_MS, ServerClock
-from txc_async._time.nonces import NonceSource
 from txc_async._transports.base import RawResponse
 from txc_async._transports.mock import MockRequest
 

@@ -50,9 +50,9 @@ import aiolimiter  # noqa: E402
 from yarl import URL  # noqa: E402
 
 import txc_async  # noqa: E402
-from tests._arrival_server import max_in_window, strict_refusals  # noqa: E402
-from tests._redis_server import RedisServer, find_redis_server  # noqa: E402
-from tests._strict_server import BALANCE, INVESTMENTS  # noqa: E402
+from tests.support.arrival_server import max_in_window, strict_refusals  # noqa: E402
+from tests.support.redis_server import RedisServer, find_redis_server  # noqa: E402
+from tests.support.strict_server import BALANCE, INVESTMENTS  # noqa: E402
 from txc_async import InProcessLimiter, Limiter, Outcome, RateLimit, RedisLimiter  # noqa: E402
 from txc_async._transports.base import RawResponse  # noqa: E402
 from txc_async._transports.default import AiohttpTransport  # noqa: E402
@@ -152,7 +152,7 @@ class ArrivalServerProcess:
 
     async def __aenter__(self) -> ArrivalServerProcess:
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests._arrival_server", cwd=ROOT,
+            sys.executable, "-m", "tests.support.arrival_server", cwd=ROOT,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )
         assert self._process.stdout is not None
@@ -261,7 +261,7 @@ async def admission_cost(acquire: Callable[[], Awaitable[object]], rounds: int,
 
 
 class StrictServerProcess:
-    """``tests._strict_server`` in a process of its own: ping under ``limit``, behind a proxy
+    """``tests.support.strict_server`` in a process of its own: ping under ``limit``, behind a proxy
     holding each new connection ``delay`` seconds, the first ``storm`` pings refused."""
 
     def __init__(self, limit: RateLimit, delay: float = 0.0, storm: int = 0,
@@ -275,7 +275,7 @@ class StrictServerProcess:
 
     async def __aenter__(self) -> StrictServerProcess:
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests._strict_server", *self.args, cwd=ROOT,
+            sys.executable, "-m", "tests.support.strict_server", *self.args, cwd=ROOT,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         )
         assert self._process.stdout is not None
@@ -551,9 +551,9 @@ async def main(quick: bool) -> list[Result]:
 
 async def _sender(spec: str, hit_url: str, count: int, limit: RateLimit, seed: int,
                   *extra: str) -> asyncio.subprocess.Process:
-    """A sender process (``tests/_limit_worker.py``) on the limiter ``spec``."""
+    """A sender process (``tests/support/limit_worker.py``) on the limiter ``spec``."""
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests._limit_worker", spec, hit_url, str(count),
+        sys.executable, "-m", "tests.support.limit_worker", spec, hit_url, str(count),
         str(limit.max_requests), str(limit.per_seconds), str(seed), *extra,
         cwd=ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )

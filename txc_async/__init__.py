@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from . import _models, _operations
+from ._backfill.mining_rewards import backfill_mining_rewards
 from ._errors import (
     AnswerFormatError,
     ApiError,
@@ -46,10 +47,9 @@ from ._models import (
     RewardStatus,
     Side,
 )
+from ._nonces.clock import LocalClock
 from ._retry import RetryPolicy
-from ._rewards.backfill import backfill_mining_rewards
 from ._stats import ClientStats
-from ._time.clock import LocalClock
 from ._transports.base import RawResponse
 from ._transports.mock import MockRequest, MockTransport
 from ._version import __version__

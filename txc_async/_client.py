@@ -19,6 +19,7 @@ from typing import Any, Self, TypedDict, TypeVar, Unpack, get_args
 import aiohttp
 from yarl import URL
 
+from ._backfill.walk import is_last
 from ._errors import (
     InvalidParameterError,
     TxcError,
@@ -45,6 +46,9 @@ from ._models import (
     StpLiteral,
 )
 from ._naming import name_operations
+from ._nonces.clock import SYSTEM_CLOCK, LocalClock
+from ._nonces.registry import server_clock_for
+from ._nonces.sources import key_fingerprint, nonce_source_for
 from ._operations import (
     BALANCE,
     BALANCE_OF_TICKER,
@@ -62,12 +66,8 @@ from ._operations import (
 )
 from ._pipeline import Pipeline, RequestRecord
 from ._retry import RetryPolicy
-from ._rewards.walk import is_last
 from ._signing import Signer
 from ._stats import ClientStats
-from ._time.clock import SYSTEM_CLOCK, LocalClock
-from ._time.nonces import key_fingerprint, nonce_source_for
-from ._time.registry import server_clock_for
 from ._transports.base import Transport
 from ._transports.default import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport
 from ._validate import (
@@ -623,15 +623,15 @@ class Client:
         """Every reward of the range exactly once, however many there are, newest first (and
         then what was booked behind the walk while it ran).
 
-        The walk (see ``txc_async._rewards.walk.walk_rewards``) narrows the range's end as it
+        The walk (see ``txc_async._backfill.walk.walk_rewards``) narrows the range's end as it
         goes, so it is never bound by the API's offset limit, and rewards the server books
         meanwhile come back once, never twice. A check ends it (see
-        ``txc_async._rewards.ledger``): every reward the server holds in the range when the check
+        ``txc_async._backfill.ledger``): every reward the server holds in the range when the check
         begins comes back, including any booked behind the walk while it ran. Without ``end``
         the range ends now.
         """
-        from ._rewards.ledger import every_reward
-        from ._rewards.walk import REWARD_RECORDS
+        from ._backfill.ledger import every_reward
+        from ._backfill.walk import REWARD_RECORDS
 
         params = _reward_filters(account, start, end)
         if "to" not in params:

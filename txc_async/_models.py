@@ -123,7 +123,7 @@ StpLiteral: TypeAlias = Literal["no", "cb", "cn", "co"]
 
 # Values an enum does not list decode as the plain wire value, so a status the exchange adds later
 # never turns a success into an error. msgspec decodes the listed values itself (the fast path);
-# the tolerant reading in ``_decoding`` builds the struct with the raw value otherwise. The
+# the tolerant reading in ``_answers.results`` builds the struct with the raw value otherwise. The
 # runtime annotations name the enums so that msgspec can decode them; type checkers see the
 # unions.
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from ._decoding import AnswerDecoder, Unreadable
+from ._answers.results import AnswerDecoder, Unreadable
 from ._errors import AnswerFormatError
 from ._models import (
     CollateralOrder,

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 import aiohttp
 from yarl import URL
 
-from ._answers import NonceRefused, RateLimited, decode_answer, parse_retry_after
+from ._answers.errors import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from ._errors import (
     ApiError,
     InvalidParameterError,
@@ -28,13 +28,13 @@ from ._errors import (
     client_closed,
 )
 from ._limiters.base import Admission, BaseLimiter, Groups, Limiter, Outcome, RateLimit
+from ._nonces.clock import ServerClock
+from ._nonces.sources import NonceClock, nonce_refusal_error
 from ._operations import OPERATIONS, PING, Auth, Operation
 from ._retry import RetryPolicy
 from ._secrets import mask_secrets
 from ._signing import Signer
 from ._stats import ClientStats
-from ._time.clock import ServerClock
-from ._time.nonces import NonceClock, nonce_refusal_error
 from ._transports.base import BaseTransport, ConnectionSlots, RawResponse, Transport
 from ._version import __version__
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from ._time.nonces import NonceSource, nonce_source_for
+from ._nonces.sources import NonceSource, nonce_source_for
 
 __all__ = ["Signer"]
 

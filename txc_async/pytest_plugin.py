@@ -37,7 +37,7 @@ import pytest
 
 from ._client import Client
 from ._limiters.memory import InProcessLimiter
-from ._time.registry import forget_estimates
+from ._nonces.registry import forget_estimates
 from .sandbox import Sandbox
 
 try:

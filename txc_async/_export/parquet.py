@@ -11,8 +11,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from .._backfill.walk import WireReward
 from .._errors import TxcError
-from .._rewards.walk import WireReward
 from .rowfile import fsync_directory
 
 __all__ = [

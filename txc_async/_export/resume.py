@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._rewards.engine import job_ledger
-from .._rewards.ledger import RewardLedger
-from .._rewards.plan import RewardJob, RewardPlan
-from .._rewards.walk import RewardsCursor, WireReward, fixed_fields
+from .._backfill.engine import job_ledger
+from .._backfill.ledger import RewardLedger
+from .._backfill.plan import RewardJob, RewardPlan
+from .._backfill.walk import RewardsCursor, WireReward, fixed_fields
 from .parquet import PartWriter, part_files, read_part_rows
 from .report import format_moment
 from .rowfile import OutputFileError, count_lines, cut_torn_tail, ends_whole, read_rows

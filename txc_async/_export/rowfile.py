@@ -13,8 +13,8 @@ from typing import BinaryIO, Literal
 import msgspec
 from msgspec.structs import astuple
 
+from .._backfill.walk import WireReward
 from .._errors import TxcError
-from .._rewards.walk import WireReward
 
 __all__ = [
     "CSV_COLUMNS",

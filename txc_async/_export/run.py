@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
+from .._backfill.engine import run_backfill
+from .._backfill.ledger import RewardLedger
+from .._backfill.mining_rewards import check_backfill_args
+from .._backfill.plan import RewardJob, RewardPlan
+from .._backfill.walk import WIRE_RECORDS, RewardsClient, RewardsCursor, WireReward
 from .._errors import InvalidParameterError
-from .._rewards.backfill import check_backfill_args
-from .._rewards.engine import run_backfill
-from .._rewards.ledger import RewardLedger
-from .._rewards.plan import RewardJob, RewardPlan
-from .._rewards.walk import WIRE_RECORDS, RewardsClient, RewardsCursor, WireReward
 from .lock import OutputLock, OutputLockedError
 from .parquet import PartWriter, load_pyarrow
 from .report import BackfillProgress, BackfillSummary, format_moment

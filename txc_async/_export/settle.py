@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .._rewards.engine import BackfillSink, run_backfill
-from .._rewards.plan import RewardJob, RewardPlan
-from .._rewards.walk import WIRE_RECORDS, FetchPage, WireReward, fixed_fields
+from .._backfill.engine import BackfillSink, run_backfill
+from .._backfill.plan import RewardJob, RewardPlan
+from .._backfill.walk import WIRE_RECORDS, FetchPage, WireReward, fixed_fields
 from .parquet import PartWriter, legacy_parts, part_files, read_part_file, replace_part
 from .report import BackfillProgress
 from .rowfile import (

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import BinaryIO, Protocol
 
-from .._rewards.engine import BackfillSink
-from .._rewards.plan import RewardJob
-from .._rewards.walk import WireReward, fixed_fields
+from .._backfill.engine import BackfillSink
+from .._backfill.plan import RewardJob
+from .._backfill.walk import WireReward, fixed_fields
 from .report import BackfillProgress
 from .rowfile import encode_jsonl
 from .state import mark_checked, mark_done, mark_pending

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Literal
 
 import msgspec
 
-from .._rewards.plan import RewardPlan
+from .._backfill.plan import RewardPlan
 from .report import format_moment
 from .rowfile import OutputFileError
 
@@ -52,7 +52,7 @@ class OutputState:
     fmt: Format
     #: Finished jobs and their rows (``None``: written by a version that did not count).
     done: dict[int, int | None]
-    #: Whether the run that finished every job then checked them (see ``_rewards.ledger``); a
+    #: Whether the run that finished every job then checked them (see ``_backfill.ledger``); a
     #: state from a version without the check counts as checked.
     checked: bool = False
     #: The state's format version.

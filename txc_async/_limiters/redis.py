@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .._errors import TransportError
+from .._nonces.sources import MAX_NONCE_LEAD_MS, known_ceiling
 from .._secrets import mask_text, safe_url, url_secrets
-from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .base import Admission, Outcome
 from .scripts import lua_script
-from .shared import Admitted, Budget, Entry, Request, SharedLimiter, Verdict
+from .stored import Admitted, Budget, Entry, Request, StoredLimiter, Verdict
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -147,7 +147,7 @@ def _read_outcome(future: asyncio.Future[None]) -> None:
         future.exception()
 
 
-class RedisLimiter(SharedLimiter):
+class RedisLimiter(StoredLimiter):
     """A [`txc_async.Limiter`][txc_async.Limiter] whose budgets live in Redis (``cluster=True``: a
     Redis Cluster).
 

@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from .._errors import TransportError
-from .._time.nonces import MAX_NONCE_LEAD_MS, known_ceiling
+from .._nonces.sources import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .backoff import MAX_PAUSE
 from .base import Admission, Outcome
-from .shared import Admitted, Budget, Entry, Request, SharedLimiter, Verdict
+from .stored import Admitted, Budget, Entry, Request, StoredLimiter, Verdict
 
 __all__ = ["SQLiteLimiter"]
 
@@ -91,7 +91,7 @@ def _set_up(db: sqlite3.Connection, busy_timeout: float) -> None:
         time.sleep(0.01)
 
 
-class SQLiteLimiter(SharedLimiter):
+class SQLiteLimiter(StoredLimiter):
     """A [`txc_async.Limiter`][txc_async.Limiter] whose budgets live in one SQLite file, shared by
     every process of one machine that opens the same ``path``.
 

@@ -1,0 +1,292 @@
+"""Turns a raw answer into a typed result or the precise error, by status and by body shape."""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, TypeVar
+
+import msgspec
+
+from .._errors import (
+    AnswerFormatError,
+    ApiError,
+    AuthenticationError,
+    RateLimitError,
+    TransportError,
+    ValidationError,
+)
+from .._transports.base import RawResponse
+
+__all__ = ["NonceRefused", "RateLimited", "decode_answer", "parse_retry_after"]
+
+T = TypeVar("T")
+
+_decode_any = msgspec.json.Decoder().decode
+
+# Error codes the service uses for refused parameters (whitebit-exchange/docs,
+# openapi/private/http-trade-v4.yaml, createCollateralStopLimitOrder: 30-33, 36, 10, 111-116;
+# 34 and 35, between them, read as refusals too).
+_VALIDATION_CODES = frozenset({10, *range(30, 37), *range(111, 117)})
+_THROTTLE_MESSAGES = ("too many attempts",)
+_MAX_MESSAGE = 300
+
+
+class RateLimited(Exception):
+    """Internal signal: the server throttled the request.
+
+    ``refused``: the answer shows that nothing was executed (an HTTP 429, or a throttling
+    message with an error status). A throttling message in a success answer does not: a write
+    is then not sent again.
+    """
+
+    def __init__(self, error: RateLimitError, *, refused: bool = True) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.refused = refused
+
+
+class NonceRefused(Exception):
+    """Internal signal: the server refused the nonce (JSON 429); nothing was executed."""
+
+    def __init__(self, error: AuthenticationError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """The Retry-After header in seconds: a number of seconds, or an HTTP date measured from the
+    answer's own ``Date`` header (both on the server's clock), else from this machine's clock."""
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        moment = _http_date(value)
+        if moment is None:
+            return None
+        sent = _http_date(headers.get("Date") or "")
+        seconds = moment - (sent if sent is not None else time.time())
+        return max(0.0, seconds)
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return seconds
+
+
+def _http_date(text: str) -> float | None:
+    # Not _nonces.clock.parse_http_date, which reads a date without a zone (the asctime form,
+    # "-0000") as GMT and a second ":60" as the next minute: this one refuses both, so such a
+    # Retry-After is not read and the usual backoff applies. Kept apart until one is chosen.
+    try:
+        moment = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.timestamp()
+
+
+def _is_nonce_refusal(message: str) -> bool:
+    """A refused nonce answers 429 with "Too many requests." or a message about the nonce (the
+    messages: whitebit-exchange/docs, data/error-codes.yaml, ``authErrors``, listed in
+    api-reference/authentication.mdx); "Too Many Attempts." and any other 429 are rate limits."""
+    # The service's own words, capital for capital: a gateway's generic "Too Many Requests" is a
+    # rate limit, and re-sending at once into one is what gets a key restricted.
+    return message.strip().rstrip(".") == "Too many requests" or "nonce" in message.lower()
+
+
+def _try_json(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return _decode_any(body)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _text(value: object) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def _messages(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    return [_text(value)]
+
+
+def _field_errors(value: object) -> dict[str, list[str]]:
+    # An empty map is sometimes serialised as an empty list.
+    if isinstance(value, dict):
+        return {str(k): _messages(v) for k, v in value.items()}
+    return {}
+
+
+def _is_message_list_map(data: object) -> bool:
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(isinstance(v, list) and all(isinstance(m, str) for m in v) for v in data.values())
+    )
+
+
+def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError | None:
+    """The error an answer body describes, recognised by its shape; None when it is not one.
+
+    ``oauth``: the answer is the OAuth refresh's, whose refusal is ``{data: {token: [...]}}``;
+    the same shape in another operation's answer is a refusal only with an error status (at
+    2xx it may be the operation's own data, such as a mining account's ``{data: {name: ...}}``).
+    """
+    if not isinstance(data, dict):
+        return None
+    code: int | None = None
+    errors: dict[str, list[str]] = {}
+    if "message" in data and ("code" in data or "errors" in data):
+        # Private shape {code, message, errors}.
+        raw_code = data.get("code")
+        code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else None
+        message_value = data.get("message")
+        errors = _field_errors(data.get("errors"))
+        if isinstance(message_value, dict):
+            errors = {**_field_errors(message_value), **errors}
+            message = "request refused"
+        else:
+            message = _text(message_value) if message_value is not None else "request refused"
+    elif data.get("success") is False:
+        # Public shapes {success: false, message, params} and {success: false, message: {...}}.
+        message_value = data.get("message")
+        if isinstance(message_value, dict):
+            errors = _field_errors(message_value)
+            message = "request refused"
+        else:
+            message = _text(message_value) if message_value is not None else "request refused"
+    elif set(data) == {"data"} and _is_message_list_map(data["data"]) and (
+        oauth or status >= 400
+    ):
+        messages = "; ".join(m for ms in data["data"].values() for m in ms)
+        errors = _field_errors(data["data"])
+        if oauth:
+            # OAuth refusal {data: {token: [...]}}.
+            return AuthenticationError(messages or "token refused", status=status, errors=errors)
+        # Field messages under data, from another operation: classified as any refusal.
+        message = messages or "request refused"
+    elif set(data) == {"error"}:
+        return ApiError(
+            "; ".join(_messages(data["error"])) or "error", status=status, errors={}
+        )
+    elif _is_message_list_map(data) and status >= 400:
+        # Flat {field: [message]}.
+        return ValidationError("Validation failed", status=status, errors=_field_errors(data))
+    else:
+        return None
+
+    lowered = message.lower()
+    if any(t in lowered for t in _THROTTLE_MESSAGES):
+        return RateLimitError(message, status=status, code=code, errors=errors)
+    if status in (401, 403):
+        return AuthenticationError(message, status=status, code=code, errors=errors)
+    if (
+        (code is not None and code in _VALIDATION_CODES)
+        or "validation" in lowered
+        or errors
+        or status in (400, 422)
+    ):
+        return ValidationError(message, status=status, code=code, errors=errors)
+    return ApiError(message, status=status, code=code, errors=errors)
+
+
+def decode_answer(
+    raw: RawResponse, decode: Callable[[bytes], T], signed: bool = True, oauth: bool = False
+) -> T:
+    """The typed result of ``raw``, or the error it carries. ``signed``: the request carried a
+    nonce (only then can a JSON 429 be a refused nonce); ``oauth``: the answer is the OAuth
+    refresh's (see `error_from_body`).
+
+    Raises `RateLimited` / `NonceRefused` for refusals the client retries itself,
+    [`AnswerFormatError`][txc_async.AnswerFormatError] for a success answer that cannot be read,
+    [`TransportError`][txc_async.TransportError] for other answers with no usable content,
+    [`ApiError`][txc_async.ApiError] subclasses for error bodies (whatever the status, 2xx
+    included).
+    """
+    status, headers, body = raw
+    if 200 <= status < 300:
+        unreadable: AnswerFormatError | None = None
+        try:
+            result = decode(body)
+        except AnswerFormatError as exc:
+            unreadable = exc
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            unreadable = AnswerFormatError("not the expected shape", body=body)
+        else:
+            if result:
+                return result
+        # An error body: one the answer's shape cannot read, or one its tolerant shape reads as
+        # empty (no balance, ``False`` for ping: {"error": {...}} as a map of balances). Raised
+        # outside the except clauses: no internal exception rides along as context.
+        data = _try_json(body)
+        if data is not None:
+            error = error_from_body(status, data, oauth)
+            if error is not None:
+                _raise_error(error, headers, status)
+        if unreadable is None:
+            return result
+        unreadable.status = status
+        unreadable.__context__ = None
+        raise unreadable
+    if status == 429:
+        data = _try_json(body)
+        if data is None:
+            raise RateLimited(
+                RateLimitError(
+                    "rate limit exceeded",
+                    status=429,
+                    retry_after=parse_retry_after(headers),
+                )
+            )
+        error = error_from_body(status, data, oauth)
+        if error is None or not signed or not _is_nonce_refusal(error.message):
+            # A JSON 429 that is not about the nonce ("Too Many Attempts.", anything else):
+            # a rate limit, which pauses the scope.
+            raise RateLimited(
+                RateLimitError(
+                    error.message if error is not None else "rate limit exceeded",
+                    status=429,
+                    code=error.code if error is not None else None,
+                    errors=error.errors if error is not None else {},
+                    retry_after=parse_retry_after(headers),
+                )
+            )
+        message = error.message
+        raise NonceRefused(
+            AuthenticationError(
+                f"nonce refused: {message}",
+                status=429,
+                code=error.code,
+                errors=error.errors,
+            )
+        )
+    data = _try_json(body)
+    if status >= 500:
+        detail = ""
+        if data is not None:
+            found = error_from_body(status, data, oauth)
+            if found is not None:
+                detail = f": {found.message}"
+        raise TransportError(f"server error{detail}", status=status)
+    if data is None:
+        raise TransportError("the answer is not JSON", status=status)
+    error = error_from_body(status, data, oauth)
+    if error is None:
+        error = ApiError("unexpected error answer", status=status)
+    _raise_error(error, headers, status)
+
+
+def _raise_error(error: ApiError, headers: Mapping[str, str], status: int) -> NoReturn:
+    if isinstance(error, RateLimitError):
+        error.retry_after = parse_retry_after(headers)
+        raise RateLimited(error, refused=status >= 400)
+    raise error
