@@ -68,7 +68,7 @@ class NoLimiter:
                       nonce_clock: Callable[[], int] | None = None) -> Admission:
         return self.try_acquire(key_id, scope, limit, timeout)
 
-    def settle(self, admission: Admission, outcome: Outcome,
+    def conclude(self, admission: Admission, outcome: Outcome,
                retry_after: float | None = None) -> float:
         return 0.0
 

@@ -119,9 +119,9 @@ class Result:
 
 
 async def fire(hit_url: str, acquire: Callable[[], Awaitable[object]], count: int,
-               seed: int, settle: Callable[[Any], object] | None = None) -> None:
+               seed: int, conclude: Callable[[Any], object] | None = None) -> None:
     """``count`` requests at once: each waits for ``acquire``, then the network delay, then
-    reaches the server; ``settle`` (a txc_async limiter's) is told of each answer."""
+    reaches the server; ``conclude`` (a txc_async limiter's) is told of each answer."""
     rng = random.Random(seed)
     delays = [rng.uniform(0, MAX_NETWORK_DELAY) for _ in range(count)]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -131,15 +131,15 @@ async def fire(hit_url: str, acquire: Callable[[], Awaitable[object]], count: in
             await asyncio.sleep(delay)
             async with session.post(hit_url) as answer:
                 await answer.read()
-            if settle is not None:
-                settle(admission)
+            if conclude is not None:
+                conclude(admission)
 
         await asyncio.gather(*(one(d) for d in delays))
 
 
 def answered(limiter: Limiter) -> Callable[[Any], object]:
     """Tells ``limiter`` that an admitted request was answered."""
-    return lambda admission: limiter.settle(admission, Outcome.ANSWERED)
+    return lambda admission: limiter.conclude(admission, Outcome.ANSWERED)
 
 
 class ArrivalServerProcess:
@@ -185,8 +185,8 @@ class ArrivalServerProcess:
 
 async def in_process(server: ArrivalServerProcess, name: str, budget: str,
                      acquire: Callable[[], Awaitable[object]], limit: RateLimit,
-                     count: int, settle: Callable[[Any], object] | None = None) -> Result:
-    await fire(server.hit_url(budget), acquire, count, seed=1, settle=settle)
+                     count: int, conclude: Callable[[Any], object] | None = None) -> Result:
+    await fire(server.hit_url(budget), acquire, count, seed=1, conclude=conclude)
     return Result(name, limit, await server.arrivals(budget))
 
 
@@ -232,24 +232,24 @@ async def worker(redis_url: str, namespace: str, hit_url: str, count: int, limit
     limiter = RedisLimiter(redis_url, namespace=namespace)
     try:
         warm = await limiter.acquire("warm-up", "public", RateLimit(10**6, 1), TIMEOUT)
-        limiter.settle(warm, Outcome.NOT_SENT)  # connected before go
+        limiter.conclude(warm, Outcome.NOT_SENT)  # connected before go
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         await fire(hit_url, lambda: limiter.acquire("bench-key", "main_balance", limit, TIMEOUT),
-                   count, seed, settle=answered(limiter))
+                   count, seed, conclude=answered(limiter))
     finally:
         await limiter.aclose()
 
 
 async def admission_cost(acquire: Callable[[], Awaitable[object]], rounds: int,
-                         settle: Callable[[Any], object] | None = None) -> float:
+                         conclude: Callable[[Any], object] | None = None) -> float:
     """Microseconds per admission with budget to spare, awaited in a loop (and settled, for
     txc_async's limiters: an admission is not complete until its answer is recorded)."""
     began = time.perf_counter()
     for _ in range(rounds):
         admission = await acquire()
-        if settle is not None:
-            settle(admission)
+        if conclude is not None:
+            conclude(admission)
     return (time.perf_counter() - began) / rounds * 1e6
 
 
@@ -493,7 +493,7 @@ async def main(quick: bool) -> list[Result]:
         ours = InProcessLimiter()
         results.append(await in_process(
             server, "InProcessLimiter", "ours", lambda: ours.acquire("k", "s", limit, TIMEOUT),
-            limit, count, settle=answered(ours),
+            limit, count, conclude=answered(ours),
         ))
         bucket = aiolimiter.AsyncLimiter(limit.max_requests, limit.per_seconds)
         results.append(await in_process(
@@ -704,7 +704,7 @@ async def group_burst(server: ArrivalServerProcess, name: str, spec: str, budget
             return lambda: limiter.acquire("server", scope, group, TIMEOUT, groups=groups)
 
         await asyncio.gather(*(
-            fire(hit, acquire(scope), count // 2, seed, settle=answered(limiter))
+            fire(hit, acquire(scope), count // 2, seed, conclude=answered(limiter))
             for seed, scope in enumerate(("a", "b"))
         ))
     else:

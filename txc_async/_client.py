@@ -97,7 +97,7 @@ _TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
 _CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
 _USER_AGENT = re.compile(r"[\x20-\x7e]{1,200}")
 #: What a limiter must have (the methods of the Limiter protocol the client calls).
-_LIMITER_METHODS = ("try_acquire", "acquire", "settle", "effective_limit")
+_LIMITER_METHODS = ("try_acquire", "acquire", "conclude", "effective_limit")
 _SIDES = get_args(SideLiteral)
 _POSITION_SIDES = get_args(PositionSideLiteral)
 _INTERVALS = get_args(IntervalLiteral)

@@ -378,7 +378,7 @@ class Pipeline:
                 except BaseException:
                     # Cancelled in flight: it may still arrive until its deadline, unless it
                     # never had a connection.
-                    self.limiter.settle(
+                    self.limiter.conclude(
                         admission, _NOT_SENT if self._sent_nothing() else _NO_ANSWER
                     )
                     raise
@@ -392,7 +392,7 @@ class Pipeline:
                     if delay is not None:
                         await asyncio.sleep(delay)
                     continue
-                self.limiter.settle(admission, _ANSWERED)
+                self.limiter.conclude(admission, _ANSWERED)
                 if self.on_request is not None or _debug_enabled(_DEBUG):
                     self._record(
                         op, state.attempt, raw.status, None, waited, elapsed, body, raw, False
@@ -446,7 +446,7 @@ class Pipeline:
                 )
             waited = _monotonic() - began
         if self.closed:
-            limiter.settle(admission, _NOT_SENT)
+            limiter.conclude(admission, _NOT_SENT)
             raise client_closed()  # named by call(), with the others
         signer = self.signer
         if not signed or signer is None:
@@ -490,7 +490,7 @@ class Pipeline:
         try:
             return await signer.nonces.next()
         except BaseException:
-            self.limiter.settle(admission, _NOT_SENT)
+            self.limiter.conclude(admission, _NOT_SENT)
             raise
 
     async def _wait_for_connection(
@@ -500,13 +500,13 @@ class Pipeline:
         the nonce to sign it with (drawn again if the wait made it too old).
 
         Every connection was busy: the request waits for one here, not queued inside aiohttp,
-        where a refusal meanwhile could not hold it back. One that does not leave is settled
+        where a refusal meanwhile could not hold it back. One that does not leave is concluded
         as not sent and waits for its budget (the pause), or for a nonce, like any other.
         """
         try:
             await slots.take()
         except BaseException:
-            self.limiter.settle(admission, _NOT_SENT)
+            self.limiter.conclude(admission, _NOT_SENT)
             raise
         # A refusal paused the budget while it waited.
         leaves = self._holds(admission)
@@ -545,7 +545,7 @@ class Pipeline:
         place in the budget are free at once."""
         if slots is not None:
             slots.release()
-        self.limiter.settle(admission, _NOT_SENT)
+        self.limiter.conclude(admission, _NOT_SENT)
 
     def _after_no_answer(
         self, exc: TransportError, tried: _Attempt, retry: RetryPolicy, state: _CallState
@@ -557,7 +557,7 @@ class Pipeline:
         if state.first:
             self.server_clock.first_answer.leave(answered=False)
             state.first = False
-        self.limiter.settle(
+        self.limiter.conclude(
             tried.admission, _NO_ANSWER if exc.may_have_reached_server else _NOT_SENT
         )
         again = _retry_unanswered(tried.op, exc, retry, state.failures, self.closed)
@@ -579,7 +579,7 @@ class Pipeline:
         op, admission = tried.op, tried.admission
         if isinstance(exc, RateLimited):
             again = _retry_rate_limited(op, exc, retry, state.rate_limited)
-            pause = self.limiter.settle(admission, _RATE_LIMITED, exc.error.retry_after)
+            pause = self.limiter.conclude(admission, _RATE_LIMITED, exc.error.retry_after)
             self._record_answer(tried, raw, "rate_limited", again)
             if not again:
                 raise exc.error from None
@@ -589,8 +589,8 @@ class Pipeline:
             # The budget holds the pause: the next attempt waits for it in acquire.
             return None
         # Whatever else ends the call here, the request was answered: its place in the budget
-        # is settled, never left counted in flight.
-        self.limiter.settle(admission, _ANSWERED)
+        # is concluded, never left counted in flight.
+        self.limiter.conclude(admission, _ANSWERED)
         if isinstance(exc, NonceRefused):
             again = state.nonce_refused < retry.max_nonce_retries
             self._record_answer(tried, raw, "nonce_refused", again)

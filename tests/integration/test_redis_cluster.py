@@ -50,7 +50,7 @@ async def test_every_key_of_one_api_key_is_in_one_slot_and_keys_spread(
     for key_id in KEY_IDS:
         for scope in ("public", "main_balance"):
             admission = await limiter.acquire(key_id, scope, RateLimit(10, 1), 5.0, clock_ms)
-            limiter.settle(admission, Outcome.ANSWERED)
+            limiter.conclude(admission, Outcome.ANSWERED)
         names = [limiter.budget_key(key_id, "public"), limiter.budget_key(key_id, "main_balance"),
                  limiter.budget_key(key_id, "public") + ":pause", limiter.nonce_key(key_id),
                  limiter.generation_key(key_id), limiter.budget_key(key_id, "public") + ":window"]
@@ -88,7 +88,7 @@ async def test_budgets_across_slots_stay_exact_at_the_server(cluster_url: str) -
             await asyncio.sleep(delay)
             async with session.post(server.hit_url(f"{key_id}-{scope}")) as answer:
                 await answer.read()
-            box.settle(admission, Outcome.ANSWERED)
+            box.conclude(admission, Outcome.ANSWERED)
 
         await asyncio.gather(*(
             one(i, key_id, scope, rng.uniform(0, 0.03))

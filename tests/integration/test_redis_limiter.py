@@ -54,7 +54,7 @@ async def fire(server: ArrivalServer, limiters: list[RedisLimiter], limit: RateL
                count: int, seed: int, key_id: str = "key-hash", scope: str = "mining_rewards",
                budget: str = "b") -> None:
     """``count`` requests at once, taking turns on ``limiters``: each waits for its budget, then
-    a random 0-30 ms (an uneven network), then reaches the server; its answer settles it."""
+    a random 0-30 ms (an uneven network), then reaches the server; its answer concludes it."""
     rng = random.Random(seed)
     delays = [rng.uniform(0, 0.03) for _ in range(count)]
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -65,7 +65,7 @@ async def fire(server: ArrivalServer, limiters: list[RedisLimiter], limit: RateL
             await asyncio.sleep(delay)
             async with session.post(server.hit_url(budget)) as answer:
                 await answer.read()
-            box.settle(admission, Outcome.ANSWERED)
+            box.conclude(admission, Outcome.ANSWERED)
 
         await asyncio.gather(*(one(i, d) for i, d in enumerate(delays)))
 
@@ -189,7 +189,7 @@ async def test_a_lowered_limit_counts_what_the_log_already_holds(
         *(limiter.acquire("k", "s", RateLimit(5, 1), 10.0) for _ in range(5))
     )
     for admission in admissions:
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
     began = time.monotonic()
     await limiter.acquire("k", "s", RateLimit(2, 1), 10.0)
     assert time.monotonic() - began >= 0.9  # until the 4th of 5 answers left the window

@@ -49,7 +49,7 @@ async def test_anchors_from_a_wall_clock_stepped_back_are_dropped(
     began = time.monotonic()
     await asyncio.wait_for(limiter.acquire("k", "s", limit, 2.0), 1)
     assert time.monotonic() - began < 0.9
-    limiter.settle(admission, Outcome.ANSWERED)
+    limiter.conclude(admission, Outcome.ANSWERED)
 
 
 async def test_anchors_of_budgets_no_longer_used_are_swept(

@@ -93,7 +93,7 @@ async def test_a_request_its_group_refuses_leaves_no_anchor_in_its_scope(
     assert await store.anchors(SERVER, "b") == []
     assert await store.anchors(SERVER, "group") == [pytest.approx(first.deadline)]
     # Given back, the first leaves every budget it drew on, and the waiter takes both.
-    limiter.settle(first, Outcome.NOT_SENT)
+    limiter.conclude(first, Outcome.NOT_SENT)
     second = await asyncio.wait_for(waiting, 2.0)
     assert await store.anchors(SERVER, "a") == []
     assert await store.anchors(SERVER, "b") == [pytest.approx(second.deadline)]
@@ -117,7 +117,7 @@ async def test_a_request_its_scope_refuses_leaves_no_anchor_in_its_group(
 async def test_an_answer_moves_the_anchor_in_every_budget(store: SharedStore) -> None:
     limiter = store.limiter()
     admission = await limiter.acquire(SERVER, "a", OWN, 5.0, groups=grouped())
-    limiter.settle(admission, Outcome.ANSWERED)
+    limiter.conclude(admission, Outcome.ANSWERED)
     await limiter.aclose()  # the answer has reached the store
     for budget in ("a", "group"):
         (at,) = await store.anchors(SERVER, budget)
@@ -145,7 +145,7 @@ async def test_a_group_shared_by_two_operations_keeps_to_its_limit_and_each_to_i
                 await asyncio.sleep(0.01 * (i % 3))  # an uneven network
                 async with session.post(server.hit_url(scope)) as answer:
                     await answer.read()
-                box.settle(admission, Outcome.ANSWERED)
+                box.conclude(admission, Outcome.ANSWERED)
 
             await asyncio.wait_for(asyncio.gather(
                 *(one(i, scope) for i in range(each) for scope in ("a", "b"))
@@ -167,7 +167,7 @@ async def test_a_refusal_blamed_on_the_scope_leaves_the_group_s_other_operation_
     its scope alone, here and in every process."""
     limiter = store.limiter()
     refused = await limiter.acquire(SERVER, "a", OWN, 5.0, groups=grouped())
-    assert limiter.settle(refused, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
+    assert limiter.conclude(refused, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
     began = time.monotonic()
     await limiter.acquire(SERVER, "b", OWN, 5.0, groups=grouped())
     assert time.monotonic() - began < 0.5
@@ -185,12 +185,12 @@ async def test_a_refusal_blamed_on_the_group_pauses_the_group(store: SharedStore
     refused, so the group pauses (in every process), and the operation's own scope does not."""
     limiter = store.limiter()
     assert isinstance(limiter, SQLiteLimiter | RedisLimiter)
-    limiter.settle(
+    limiter.conclude(
         await limiter.acquire(SERVER, "b", OWN, 5.0, groups=grouped()), Outcome.ANSWERED
     )
     pending = await limiter.acquire(SERVER, "c", OWN, 5.0, groups=grouped())
     refused = await limiter.acquire(SERVER, "a", OWN, 5.0, groups=grouped())
-    assert limiter.settle(refused, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
+    assert limiter.conclude(refused, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
     assert not limiter.holds(pending)
     await limiter.aclose()  # the pause has reached the store
     other = store.limiter()

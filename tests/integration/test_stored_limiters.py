@@ -137,7 +137,7 @@ async def test_a_second_limiter_sees_the_first_ones_requests(
     admissions = [await limiter.acquire("k", "s", limit, 5.0) for _ in range(3)]
     began = time.monotonic()
     for admission in admissions:
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
     other = store.limiter()
     await other.acquire("k", "s", limit, 5.0)
     # The answers came at ``began``: the next request waits one window from them.
@@ -151,7 +151,7 @@ async def test_a_request_in_flight_counts_until_its_answer(limiter: Limiter) -> 
     await asyncio.sleep(0.5)  # more than a window: the deadline, not the admission, holds it
     assert not second.done()
     answered = time.monotonic()
-    limiter.settle(first, Outcome.ANSWERED)
+    limiter.conclude(first, Outcome.ANSWERED)
     await second
     assert 0.15 <= time.monotonic() - answered < 1.0
 
@@ -162,9 +162,9 @@ async def test_a_request_not_sent_frees_its_place_and_one_without_answer_keeps_i
     limit = RateLimit(1, 10)
     first = await limiter.acquire("k", "s", limit, 5.0)
     assert first.local_deadline <= time.monotonic() + 5.0
-    limiter.settle(first, Outcome.NOT_SENT)
+    limiter.conclude(first, Outcome.NOT_SENT)
     second = await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0), 1)
-    limiter.settle(second, Outcome.NO_ANSWER)
+    limiter.conclude(second, Outcome.NO_ANSWER)
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(limiter.acquire("k", "s", limit, 5.0), 0.3)
     # The one without answer stays anchored at its deadline.
@@ -205,7 +205,7 @@ async def test_a_refusal_pauses_every_limiter_sharing_the_budget(
 ) -> None:
     limit = RateLimit(100, 1)
     admission = await limiter.acquire("k", "s", limit, 5.0)
-    assert limiter.settle(admission, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
+    assert limiter.conclude(admission, Outcome.RATE_LIMITED, retry_after=1.0) == 1.0
     await limiter.aclose()  # the pause has reached the store
     other = store.limiter()
     began = time.monotonic()
@@ -221,20 +221,20 @@ async def test_concurrent_refusals_are_one_backoff_event_and_the_next_doubles(
 ) -> None:
     limit = RateLimit(100, 1)
     burst = [await limiter.acquire("k", "s", limit, 5.0) for _ in range(5)]
-    pauses = [limiter.settle(a, Outcome.RATE_LIMITED) for a in burst]
+    pauses = [limiter.conclude(a, Outcome.RATE_LIMITED) for a in burst]
     assert 1.0 <= pauses[0] <= 1.25
     assert all(p <= pauses[0] for p in pauses[1:])  # the same event, the same pause
     after = await limiter.acquire("k", "s", limit, 5.0)  # waits for the pause
-    assert 2.0 <= limiter.settle(after, Outcome.RATE_LIMITED) <= 2.5
+    assert 2.0 <= limiter.conclude(after, Outcome.RATE_LIMITED) <= 2.5
 
 
 async def test_a_server_refusing_below_the_limit_lowers_it(limiter: Limiter) -> None:
     limit = RateLimit(10, 60)
     admissions = [await limiter.acquire("k", "s", limit, 5.0) for _ in range(6)]
     for admission in admissions[:4]:
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
     for admission in admissions[4:]:
-        limiter.settle(admission, Outcome.RATE_LIMITED, retry_after=0)
+        limiter.conclude(admission, Outcome.RATE_LIMITED, retry_after=0)
     assert limiter.effective_limit("k", "s", limit) == RateLimit(4, 60)
     assert limiter.effective_limit("k", "other", limit) == limit
 
@@ -250,7 +250,7 @@ async def test_waiters_are_first_in_first_out_and_a_cancelled_one_takes_nothing(
 
     async def one(i: int) -> None:
         admission = await limiter.acquire("k", "s", limit, 10.0)
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
         order.append(i)
 
     tasks = []
@@ -269,7 +269,7 @@ async def test_a_cancelled_waiter_consumes_no_budget_and_the_next_proceeds(
     store: SharedStore, limiter: Limiter
 ) -> None:
     limit = RateLimit(1, 0.4)
-    limiter.settle(await limiter.acquire("k", "s", limit, 10.0), Outcome.ANSWERED)
+    limiter.conclude(await limiter.acquire("k", "s", limit, 10.0), Outcome.ANSWERED)
     began = time.monotonic()
     head = asyncio.create_task(limiter.acquire("k", "s", limit, 10.0))
     await asyncio.sleep(0.05)
@@ -315,11 +315,11 @@ async def test_a_client_with_a_shorter_window_leaves_a_longer_windows_log_whole(
     long_limit, short_limit = RateLimit(20, 4.0), RateLimit(5, 1.0)
     longer, shorter = store.limiter(), store.limiter()
     for _ in range(15):
-        longer.settle(await longer.acquire("k", "s", long_limit, 5.0), Outcome.ANSWERED)
+        longer.conclude(await longer.acquire("k", "s", long_limit, 5.0), Outcome.ANSWERED)
     await asyncio.sleep(1.1)  # the 15 leave the shorter window
-    shorter.settle(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
+    shorter.conclude(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
     for _ in range(4):  # 20 in the longer window now
-        longer.settle(
+        longer.conclude(
             await asyncio.wait_for(longer.acquire("k", "s", long_limit, 5.0), 1.0),
             Outcome.ANSWERED,
         )
@@ -336,13 +336,13 @@ async def test_a_longer_window_is_kept_while_its_client_admits_and_forgotten_aft
     long_limit, short_limit = RateLimit(10, 0.6), RateLimit(10, 0.2)
     longer, shorter = store.limiter(), store.limiter()
     for _ in range(3):
-        longer.settle(await longer.acquire("k", "s", long_limit, 5.0), Outcome.ANSWERED)
+        longer.conclude(await longer.acquire("k", "s", long_limit, 5.0), Outcome.ANSWERED)
     await asyncio.sleep(0.3)  # out of the short window, inside the long one
-    shorter.settle(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
+    shorter.conclude(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
     await asyncio.sleep(0.2)  # let the answer's anchor land (it moves in the background)
     assert len(await store.anchors("k", "s")) == 4
     await asyncio.sleep(0.5)  # the long window has passed since its client last admitted
-    shorter.settle(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
+    shorter.conclude(await shorter.acquire("k", "s", short_limit, 5.0), Outcome.ANSWERED)
     await asyncio.sleep(0.2)
     assert len(await store.anchors("k", "s")) == 1
 

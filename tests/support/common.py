@@ -47,7 +47,7 @@ class RecordingLimiter:
     ) -> Admission:
         raise AssertionError("try_acquire always admits")
 
-    def settle(
+    def conclude(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
         self.outcomes.append(outcome)

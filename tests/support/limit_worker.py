@@ -98,9 +98,9 @@ async def send(
                     async with session.post(hit_url) as answer:
                         await answer.read()
                 except BaseException:
-                    limiter.settle(admission, Outcome.NO_ANSWER)
+                    limiter.conclude(admission, Outcome.NO_ANSWER)
                     raise
-                limiter.settle(admission, Outcome.ANSWERED)
+                limiter.conclude(admission, Outcome.ANSWERED)
                 sent += 1
                 print(f"sent {sent}", flush=True)
 
@@ -112,7 +112,7 @@ async def main(argv: list[str]) -> None:
     limiter = open_store(spec, next(iter(options(argv, "nonce-namespace")), None))
     try:
         warm = await limiter.acquire("warm-up", "public", RateLimit(10**6, 1), 5.0)
-        limiter.settle(warm, Outcome.ANSWERED)
+        limiter.conclude(warm, Outcome.ANSWERED)
         print("ready", flush=True)
         if "--wait-go" in argv:
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)

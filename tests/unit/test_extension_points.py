@@ -123,7 +123,7 @@ class _Admitting:
                       nonce_clock: Callable[[], int] | None = None) -> Admission:
         raise AssertionError("try_acquire always admits")
 
-    def settle(self, admission: Admission, outcome: Outcome,
+    def conclude(self, admission: Admission, outcome: Outcome,
                retry_after: float | None = None) -> float:
         self.outcomes.append(outcome)
         return 0.0
@@ -164,7 +164,7 @@ async def _second_waits_for_the_connection(
 
 
 async def test_a_request_whose_budget_a_refusal_paused_while_it_waited_goes_back() -> None:
-    # The second call's admission is no longer held once it has the connection: it is settled
+    # The second call's admission is no longer held once it has the connection: it is concluded
     # as not sent and admitted again, then sent.
     limiter = _DeclaringLimiter([], held=[False], redrawn=[])
     transport = _Held(lambda request: PONG)

@@ -161,7 +161,7 @@ def test_one_burst_through_the_limiter_pauses_the_scope_once() -> None:
     for index, admission in enumerate(sent):
         assert admission is not None
         now[0] = 0.02 + 0.001 * index
-        pauses.append(limiter.settle(admission, Outcome.RATE_LIMITED))
+        pauses.append(limiter.conclude(admission, Outcome.RATE_LIMITED))
     assert pauses[0] == 1.0 and max(pauses) == 1.0  # all end together, at 1.02
     now[0] = 1.02 - 1e-6
     assert limiter.try_acquire("k", "s", limit, 10) is None
@@ -269,7 +269,7 @@ def test_the_limiter_shows_the_learned_limit_and_admits_at_it() -> None:
     for index, admission in enumerate(admissions):
         assert admission is not None
         now[0] = 0.01 + 0.001 * index
-        limiter.settle(admission, Outcome.ANSWERED if index < 4 else Outcome.RATE_LIMITED)
+        limiter.conclude(admission, Outcome.ANSWERED if index < 4 else Outcome.RATE_LIMITED)
     assert limiter.effective_limit("k", "s", limit) == RateLimit(4, 1)
     assert limiter.effective_limit("k", "other", limit) == limit
     now[0] = 1.1  # the pause and the window are over: four go, not ten

@@ -123,7 +123,7 @@ async def test_a_request_in_flight_counts_until_its_answer_then_one_window_after
     assert limiter.try_acquire("k", "s", limit, 5) is None
     clock.now = 3.0  # long after a window, but both may still reach the server
     assert limiter.try_acquire("k", "s", limit, 5) is None
-    assert limiter.settle(first, Outcome.ANSWERED) == 0.0
+    assert limiter.conclude(first, Outcome.ANSWERED) == 0.0
     assert anchors(limiter) == [3.0, 5.0]  # answered: it arrived no later than now
     clock.now = 4.0 - 1e-9
     assert limiter.try_acquire("k", "s", limit, 5) is None
@@ -140,11 +140,11 @@ async def test_a_request_that_never_left_frees_its_place_at_once() -> None:
     kept = await admitted_now(limiter, limit)
     unsent = await admitted_now(limiter, limit)
     assert limiter.try_acquire("k", "s", limit, TIMEOUT) is None
-    limiter.settle(unsent, Outcome.NOT_SENT)
+    limiter.conclude(unsent, Outcome.NOT_SENT)
     assert anchors(limiter) == [10.0]
     again = await admitted_now(limiter, limit)
     assert again.admitted == 0.0
-    limiter.settle(kept, Outcome.ANSWERED)
+    limiter.conclude(kept, Outcome.ANSWERED)
     assert anchors(limiter) == [0.0, 10.0]
 
 
@@ -154,7 +154,7 @@ async def test_a_request_without_answer_counts_until_one_window_after_its_deadli
     limit = RateLimit(1, 1)
     lost = await admitted_now(limiter, limit, timeout=5)
     clock.now = 1.0
-    limiter.settle(lost, Outcome.NO_ANSWER)  # timed out: it may still arrive until 5
+    limiter.conclude(lost, Outcome.NO_ANSWER)  # timed out: it may still arrive until 5
     assert anchors(limiter) == [5.0]
     clock.now = 6.0 - 1e-9
     assert limiter.try_acquire("k", "s", limit, 5) is None
@@ -168,7 +168,7 @@ async def test_a_refused_request_counts_from_its_answer_and_pauses_the_budget() 
     limit = RateLimit(5, 1)
     refused = await admitted_now(limiter, limit)
     clock.now = 0.2
-    assert limiter.settle(refused, Outcome.RATE_LIMITED) == 1.0
+    assert limiter.conclude(refused, Outcome.RATE_LIMITED) == 1.0
     assert anchors(limiter) == [0.2]
     clock.now = 1.2 - 1e-9  # four places free in the window, but the pause holds
     assert limiter.try_acquire("k", "s", limit, TIMEOUT) is None
@@ -185,10 +185,10 @@ async def test_requests_with_different_timeouts_keep_the_log_in_order() -> None:
     middle = await admitted_now(limiter, limit, timeout=7)
     assert anchors(limiter) == [2.0, 7.0, 30.0]
     clock.now = 0.5
-    limiter.settle(middle, Outcome.ANSWERED)
+    limiter.conclude(middle, Outcome.ANSWERED)
     assert anchors(limiter) == [0.5, 2.0, 30.0]
-    limiter.settle(long, Outcome.NO_ANSWER)
-    limiter.settle(short, Outcome.ANSWERED)
+    limiter.conclude(long, Outcome.NO_ANSWER)
+    limiter.conclude(short, Outcome.ANSWERED)
     assert anchors(limiter) == [0.5, 0.5, 30.0]
     clock.now = 1.5  # the two answered ones left the window; the lost one stays till 31
     assert limiter.try_acquire("k", "s", limit, 1) is not None
@@ -215,30 +215,30 @@ def test_no_window_at_the_server_holds_more_than_the_limit_whatever_the_delays(
     limit = RateLimit(max_requests, per_seconds)
     wanted = 8 * max_requests
     arrivals: list[float] = []
-    settles: list[tuple[float, int, Admission, Outcome]] = []
+    conclusions: list[tuple[float, int, Admission, Outcome]] = []
     order = itertools.count()
     step = 0.01
-    while len(arrivals) < wanted or settles:
-        while settles and settles[0][0] <= clock.now:
-            _, _, admission, outcome = heapq.heappop(settles)
-            limiter.settle(admission, outcome)
+    while len(arrivals) < wanted or conclusions:
+        while conclusions and conclusions[0][0] <= clock.now:
+            _, _, admission, outcome = heapq.heappop(conclusions)
+            limiter.conclude(admission, outcome)
         while len(arrivals) < wanted:
             admission = limiter.try_acquire("k", "s", limit, timeout)
             if admission is None:
                 break
             kind = rng.random()
             if kind < 0.1:  # never left the machine
-                heapq.heappush(settles, (clock.now, next(order), admission, Outcome.NOT_SENT))
+                heapq.heappush(conclusions, (clock.now, next(order), admission, Outcome.NOT_SENT))
                 continue
             # Up to the whole timeout on the way out, up to half of it on the way back.
             arrival = clock.now + rng.uniform(0, timeout) * (rng.random() < 0.5)
             answer = arrival + rng.uniform(0, timeout / 2)
             arrivals.append(arrival)
             if answer > admission.deadline or kind < 0.2:
-                heapq.heappush(settles, (min(answer, admission.deadline), next(order),
+                heapq.heappush(conclusions, (min(answer, admission.deadline), next(order),
                                          admission, Outcome.NO_ANSWER))
             else:
-                heapq.heappush(settles, (answer, next(order), admission, Outcome.ANSWERED))
+                heapq.heappush(conclusions, (answer, next(order), admission, Outcome.ANSWERED))
         clock.now = round(clock.now + step, 9)
     assert max_in_window(arrivals, per_seconds) <= max_requests
 
@@ -261,7 +261,7 @@ async def test_a_burst_costs_one_round_trip_per_window_beyond_the_least_possible
         admitted.append(clock.now)
         if round_trip:
             await clock.sleep(round_trip)  # the answer comes back one round trip later
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
 
     everything = asyncio.gather(*(one() for _ in range(count)))
     await quiet(admitted.__len__)
@@ -287,7 +287,7 @@ async def test_requests_trickling_in_below_the_limit_never_wait() -> None:
     for _ in range(1000):
         admission = await limiter.acquire("k", "s", limit, TIMEOUT)
         clock.now += 0.01
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
         clock.now += 0.1  # 9 per second, each answered 10 ms after it left
     assert clock.sleeps == []
 
@@ -296,10 +296,10 @@ async def test_a_new_limit_for_a_budget_counts_what_was_already_admitted() -> No
     clock = FakeClock()
     limiter = limiter_on(clock)
     for _ in range(5):
-        limiter.settle(await limiter.acquire("k", "s", RateLimit(5, 1), TIMEOUT),
+        limiter.conclude(await limiter.acquire("k", "s", RateLimit(5, 1), TIMEOUT),
                        Outcome.ANSWERED)
     start = clock.now
-    limiter.settle(await limiter.acquire("k", "s", RateLimit(2, 1), TIMEOUT), Outcome.ANSWERED)
+    limiter.conclude(await limiter.acquire("k", "s", RateLimit(2, 1), TIMEOUT), Outcome.ANSWERED)
     assert clock.now - start == pytest.approx(1.0)  # 5 in the window already: it waited
     await limiter.acquire("k", "s", RateLimit(7, 1), TIMEOUT)
     assert clock.now - start == pytest.approx(1.0)  # the same budget, now with room
@@ -326,7 +326,7 @@ async def test_a_head_blocked_by_requests_in_flight_is_woken_by_their_answer() -
     clock, limiter, _limit, first, head = await one_in_flight_and_one_waiting()
     assert clock.sleeps == [pytest.approx(11.0)]  # until one window after the deadline
     await clock.advance_to(0.5)
-    limiter.settle(first, Outcome.ANSWERED)  # answered at 0.5: it counts until 1.5
+    limiter.conclude(first, Outcome.ANSWERED)  # answered at 0.5: it counts until 1.5
     await quiet()
     assert clock.sleeps == [pytest.approx(11.0), pytest.approx(1.0)]
     assert clock.sleeping == 1  # the first sleep was abandoned, not left running
@@ -343,7 +343,7 @@ async def test_a_head_blocked_by_requests_in_flight_goes_at_once_when_one_is_not
     head = asyncio.create_task(limiter.acquire("k", "s", limit, TIMEOUT))
     await clock.advance_to(0.25)
     assert not head.done()
-    limiter.settle(unsent, Outcome.NOT_SENT)
+    limiter.conclude(unsent, Outcome.NOT_SENT)
     await quiet()
     assert head.done() and head.result().admitted == 0.25
 
@@ -386,7 +386,7 @@ async def test_with_budget_and_no_waiter_acquire_completes_without_suspending(
 
 async def test_try_acquire_does_not_jump_the_queue() -> None:
     _clock, limiter, limit, first, waiter = await one_in_flight_and_one_waiting()
-    limiter.settle(first, Outcome.NOT_SENT)  # room now, but someone waits
+    limiter.conclude(first, Outcome.NOT_SENT)  # room now, but someone waits
     assert limiter.try_acquire("k", "s", limit, TIMEOUT) is None
     await quiet()
     assert waiter.done()
@@ -404,7 +404,7 @@ async def test_waiters_are_admitted_first_in_first_out() -> None:
     async def one(i: int) -> None:
         admission = await limiter.acquire("k", "s", limit, TIMEOUT)
         order.append(i)
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
 
     tasks = []
     for i in range(30):
@@ -419,7 +419,7 @@ async def test_a_cancelled_head_consumes_no_budget_and_the_next_waiter_proceeds(
     clock = FakeClock(auto=False, start=0.0)
     limiter = limiter_on(clock)
     limit = RateLimit(1, 1)
-    limiter.settle(await admitted_now(limiter, limit), Outcome.ANSWERED)
+    limiter.conclude(await admitted_now(limiter, limit), Outcome.ANSWERED)
     head = asyncio.create_task(limiter.acquire("k", "s", limit, TIMEOUT))
     await quiet()
     second = asyncio.create_task(limiter.acquire("k", "s", limit, TIMEOUT))
@@ -432,7 +432,7 @@ async def test_a_cancelled_head_consumes_no_budget_and_the_next_waiter_proceeds(
     assert clock.sleeping == 1  # the second is the head now, and sleeps in its place
     await clock.advance_to(1.0)
     assert second.done() and not third.done()
-    limiter.settle(second.result(), Outcome.ANSWERED)
+    limiter.conclude(second.result(), Outcome.ANSWERED)
     await clock.advance_to(2.0)
     assert third.done() and third.result().admitted == 2.0
     budget = limiter._budgets[("k", "s")]
@@ -444,10 +444,10 @@ async def test_a_waiter_cancelled_just_as_its_turn_comes_passes_the_turn_on() ->
     clock = FakeClock(auto=False, start=0.0)
     limiter = limiter_on(clock)
     limit = RateLimit(1, 1)
-    limiter.settle(await admitted_now(limiter, limit), Outcome.ANSWERED)
+    limiter.conclude(await admitted_now(limiter, limit), Outcome.ANSWERED)
 
     async def head() -> None:
-        limiter.settle(await limiter.acquire("k", "s", limit, TIMEOUT), Outcome.ANSWERED)
+        limiter.conclude(await limiter.acquire("k", "s", limit, TIMEOUT), Outcome.ANSWERED)
         # Its turn was handed to the second one a moment ago; the second has not run yet.
         second.cancel()
 
@@ -471,7 +471,7 @@ async def test_a_cancelled_waiter_in_the_middle_of_the_queue_blocks_no_one() -> 
     async def one(name: str) -> None:
         admission = await limiter.acquire("k", "s", limit, TIMEOUT)
         order.append(f"{name}@{clock.now:.2f}")
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
 
     await asyncio.gather(one("a"), one("b"))
     tasks = {name: asyncio.create_task(one(name)) for name in "cdef"}
@@ -486,7 +486,7 @@ async def test_a_timed_out_waiter_leaves_the_queue_and_wakes_the_next() -> None:
     clock = FakeClock(auto=False, start=0.0)
     limiter = limiter_on(clock)
     limit = RateLimit(1, 1)
-    limiter.settle(await admitted_now(limiter, limit), Outcome.ANSWERED)
+    limiter.conclude(await admitted_now(limiter, limit), Outcome.ANSWERED)
     # The fake clock never moves here, so real timeouts expire while these wait.
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.01):
@@ -514,13 +514,13 @@ async def test_a_pause_holds_the_whole_budget_and_waiters_keep_their_order() -> 
     async def one(name: str) -> None:
         admission = await limiter.acquire("k", "s", limit, TIMEOUT)
         order.append(f"{name}@{clock.now:g}")
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
 
     await asyncio.gather(*(one(n) for n in "ab"))
     refused = await admitted_now(limiter, limit)
     queued = [asyncio.create_task(one(n)) for n in "de"]
     await clock.advance_to(0.5)
-    assert limiter.settle(refused, Outcome.RATE_LIMITED, 2.0) == 2.0  # until 2.5
+    assert limiter.conclude(refused, Outcome.RATE_LIMITED, 2.0) == 2.0  # until 2.5
     await clock.advance_to(1.5)
     late = [asyncio.create_task(one(n)) for n in "fg"]
     await clock.advance_to(2.5 - 1e-6)
@@ -535,7 +535,7 @@ async def test_a_pause_applies_to_its_budget_only() -> None:
     limiter = limiter_on(clock)
     limit = RateLimit(10, 1)
     refused = await admitted_now(limiter, limit, key="k", scope="paused")
-    limiter.settle(refused, Outcome.RATE_LIMITED, 30.0)
+    limiter.conclude(refused, Outcome.RATE_LIMITED, 30.0)
     assert limiter.try_acquire("k", "paused", limit, TIMEOUT) is None
     assert limiter.try_acquire("k", "other", limit, TIMEOUT) is not None
     assert limiter.try_acquire("other-key", "paused", limit, TIMEOUT) is not None
@@ -579,7 +579,7 @@ def test_idle_budgets_are_dropped_once_their_windows_pass() -> None:
     def answered(key: str) -> None:
         admission = limiter.try_acquire(key, "s", limit, TIMEOUT)
         assert admission is not None
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
 
     for index in range(100_000):
         answered(f"key{index}")
@@ -592,7 +592,7 @@ def test_idle_budgets_are_dropped_once_their_windows_pass() -> None:
     busy = limiter.try_acquire("busy", "s", limit, TIMEOUT)
     refused = limiter.try_acquire("paused", "s", limit, TIMEOUT)
     assert busy is not None and refused is not None
-    limiter.settle(refused, Outcome.RATE_LIMITED, 20.0)
+    limiter.conclude(refused, Outcome.RATE_LIMITED, 20.0)
     for moment in (5.0, 7.0, 9.0):
         clock.now = moment
         for index in range(3_000):
@@ -609,7 +609,7 @@ def test_a_budget_dropped_by_a_sweep_right_after_it_was_looked_up_is_not_admitte
     limit = RateLimit(1, 1)
     first = limiter.try_acquire("k", "s", limit, TIMEOUT)
     assert first is not None
-    limiter.settle(first, Outcome.ANSWERED)
+    limiter.conclude(first, Outcome.ANSWERED)
     stale = limiter._budgets[("k", "s")]
     clock.now = 5.0  # idle now
 
@@ -678,7 +678,7 @@ def test_one_limiter_serves_event_loops_in_several_threads() -> None:
             admitted.append(time.monotonic())
             await asyncio.sleep(0.005)  # the round trip
             answered.append(time.monotonic())
-            limiter.settle(admission, Outcome.ANSWERED)
+            limiter.conclude(admission, Outcome.ANSWERED)
 
         await asyncio.gather(*(one() for _ in range(count)))
 
@@ -703,7 +703,7 @@ def test_one_limiter_serves_event_loops_in_several_threads() -> None:
     assert budget.in_flight == 0 and not budget.turns
 
 
-# -- the client settles every admission --------------------------------------------------------
+# -- the client conclusions every admission --------------------------------------------------------
 
 
 async def test_a_request_that_fails_before_it_is_sent_frees_its_place_in_the_budget() -> None:
@@ -723,6 +723,6 @@ async def test_a_request_that_fails_before_it_is_sent_frees_its_place_in_the_bud
         # Settling an admission twice counts it once.
         admission = limiter.try_acquire(pipeline.key_id, "main_balance", limit, 10.0)
         assert admission is not None
-        limiter.settle(admission, Outcome.NOT_SENT)
-        limiter.settle(admission, Outcome.NOT_SENT)
+        limiter.conclude(admission, Outcome.NOT_SENT)
+        limiter.conclude(admission, Outcome.NOT_SENT)
         assert budget.in_flight == 0

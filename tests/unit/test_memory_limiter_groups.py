@@ -36,7 +36,7 @@ async def test_a_request_takes_from_its_scope_and_its_group_at_once() -> None:
     admission = limiter.try_acquire("k", "a", OWN, TIMEOUT, groups=groups())
     assert admission is not None and admission.groups == groups()
     assert anchors(limiter, scope="a") == anchors(limiter, scope="g") == [1000.0 + TIMEOUT]
-    limiter.settle(admission, Outcome.ANSWERED)
+    limiter.conclude(admission, Outcome.ANSWERED)
     assert anchors(limiter, scope="a") == anchors(limiter, scope="g") == [1000.0]
 
 
@@ -67,23 +67,23 @@ def test_no_window_at_the_server_holds_more_than_any_budget_allows(seed: int) ->
     limits = {"a": RateLimit(3, 1.0), "b": RateLimit(4, 1.0)}
     group = RateLimit(5, 1.0)
     arrivals: dict[str, list[float]] = {"a": [], "b": []}
-    settles: list[tuple[float, int, Admission, Outcome]] = []
+    conclusions: list[tuple[float, int, Admission, Outcome]] = []
     order = itertools.count()
-    while sum(map(len, arrivals.values())) < 60 or settles:
-        while settles and settles[0][0] <= clock.now:
-            _, _, admission, outcome = heapq.heappop(settles)
-            limiter.settle(admission, outcome)
+    while sum(map(len, arrivals.values())) < 60 or conclusions:
+        while conclusions and conclusions[0][0] <= clock.now:
+            _, _, admission, outcome = heapq.heappop(conclusions)
+            limiter.conclude(admission, outcome)
         for scope in rng.sample(["a", "b"], 2):
             admission = limiter.try_acquire("k", scope, limits[scope], 0.5, groups=(("g", group),))
             if admission is None or sum(map(len, arrivals.values())) >= 60:
                 if admission is not None:
-                    limiter.settle(admission, Outcome.NOT_SENT)
+                    limiter.conclude(admission, Outcome.NOT_SENT)
                 continue
             arrival = clock.now + rng.uniform(0, 0.5) * (rng.random() < 0.5)
             answer = arrival + rng.uniform(0, 0.25)
             arrivals[scope].append(arrival)
             outcome = Outcome.ANSWERED if answer <= admission.deadline else Outcome.NO_ANSWER
-            heapq.heappush(settles, (min(answer, admission.deadline), next(order), admission,
+            heapq.heappush(conclusions, (min(answer, admission.deadline), next(order), admission,
                                      outcome))
         clock.now = round(clock.now + 0.01, 9)
     for scope, limit in limits.items():
@@ -106,7 +106,7 @@ async def test_waiters_of_a_group_are_admitted_in_the_order_they_came() -> None:
     for _ in range(5):
         admission = limiter.try_acquire("k", "x", RateLimit(100, 1.0), 0.0, groups=groups())
         assert admission is not None
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
     tasks = [asyncio.create_task(one(f"{scope}{i}", scope))
              for i, scope in enumerate(["a", "b", "a", "b", "a", "b"])]
     await asyncio.gather(*tasks)
@@ -121,7 +121,7 @@ async def test_a_request_held_by_its_own_scope_does_not_hold_up_its_group() -> N
     slow = RateLimit(1, 1.0)
     first = limiter.try_acquire("k", "slow", slow, 0.0, groups=groups(RateLimit(100, 1.0)))
     assert first is not None
-    limiter.settle(first, Outcome.ANSWERED)
+    limiter.conclude(first, Outcome.ANSWERED)
     waiting = asyncio.create_task(
         limiter.acquire("k", "slow", slow, TIMEOUT, groups=groups(RateLimit(100, 1.0)))
     )
@@ -161,10 +161,10 @@ async def test_a_refusal_of_an_operation_alone_in_its_group_pauses_its_scope_onl
     for _ in range(3):
         admission = limiter.try_acquire("k", "a", OWN, TIMEOUT, groups=groups())
         assert admission is not None
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
     refused = limiter.try_acquire("k", "a", OWN, TIMEOUT, groups=groups())
     assert refused is not None
-    assert limiter.settle(refused, Outcome.RATE_LIMITED) > 0
+    assert limiter.conclude(refused, Outcome.RATE_LIMITED) > 0
     # The group's other operation goes on at once; the scope waits for its pause.
     assert limiter.try_acquire("k", "b", OWN, TIMEOUT, groups=groups()) is not None
     assert limiter.try_acquire("k", "a", OWN, TIMEOUT, groups=groups()) is None
@@ -176,10 +176,10 @@ async def test_a_refusal_with_other_operations_answered_in_the_group_pauses_the_
     for scope in ("a", "b", "b"):
         admission = limiter.try_acquire("k", scope, OWN, TIMEOUT, groups=groups())
         assert admission is not None
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
     refused = limiter.try_acquire("k", "a", OWN, TIMEOUT, groups=groups())
     assert refused is not None
-    assert limiter.settle(refused, Outcome.RATE_LIMITED) > 0
+    assert limiter.conclude(refused, Outcome.RATE_LIMITED) > 0
     # Another operation's traffic may be what the server refused: the whole group pauses, and
     # the scope's own limit is left as it was.
     assert limiter.try_acquire("k", "b", OWN, TIMEOUT, groups=groups()) is None
@@ -204,10 +204,10 @@ async def test_a_group_set_too_high_is_learned_and_no_operation_s_own_limit_is_l
         for _ in range(3):  # on the way: the others of the round are admitted meanwhile
             await asyncio.sleep(0)
         if len([t for t in accepted_at if t > clock.now - 1.0]) >= server_group:
-            limiter.settle(admission, Outcome.RATE_LIMITED)
+            limiter.conclude(admission, Outcome.RATE_LIMITED)
             return False
         accepted_at.append(clock.now)
-        limiter.settle(admission, Outcome.ANSWERED)
+        limiter.conclude(admission, Outcome.ANSWERED)
         return True
 
     for _round in range(10):

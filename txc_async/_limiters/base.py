@@ -103,7 +103,7 @@ class Outcome(enum.Enum):
 
 
 class Admission:
-    """One request let through by a limiter: what the limiter needs to settle it later.
+    """One request let through by a limiter: what the limiter needs to conclude it later.
 
     ``nonce`` is the nonce to sign with when a backend shared by several processes draws it
     from its per-key counter (None: the client draws it from the process's own source).
@@ -199,7 +199,7 @@ class Limiter(Protocol):
         """
         ...
 
-    def settle(
+    def conclude(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
         """Record how an admitted request ended in every budget it drew on; returns the pause in

@@ -527,7 +527,7 @@ class InProcessLimiter(BaseLimiter):
     async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
         await sleep_unless_woken(self._sleep, wait, woken)
 
-    def settle(
+    def conclude(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
         """Record how an admitted request ended (see [`txc_async.Outcome`][txc_async.Outcome]) and
@@ -535,8 +535,8 @@ class InProcessLimiter(BaseLimiter):
         budget = admission.token
         if type(budget) is not _Budget:
             if type(budget) is _Drawn:
-                return self._settle_all(admission, budget, outcome, retry_after)
-            return 0.0  # settled already: an admission counts once
+                return self._conclude_all(admission, budget, outcome, retry_after)
+            return 0.0  # concluded already: an admission counts once
         admission.token = None
         pause = 0.0
         with budget.lock:
@@ -555,10 +555,10 @@ class InProcessLimiter(BaseLimiter):
             _wake(wake)
         return pause
 
-    def _settle_all(
+    def _conclude_all(
         self, admission: Admission, drawn: _Drawn, outcome: Outcome, retry_after: float | None
     ) -> float:
-        """[`settle`][txc_async.InProcessLimiter.settle] for a request that drew on its groups'
+        """[`conclude`][txc_async.InProcessLimiter.conclude] for a request that drew on its groups'
         budgets too."""
         admission.token = None
         limits = (admission.limit, *[limit for _, limit in admission.groups])

@@ -10,7 +10,7 @@ windows.
 
 The calls run on the event loop's thread, without a worker thread. Measured on a 2-core
 machine with a budget of 1,000 per 10 s filled to 999 anchors: an admission takes 0.14 ms
-(median; WAL, ``synchronous=NORMAL``, so no disk flush per commit), a settle 0.02 ms, while
+(median; WAL, ``synchronous=NORMAL``, so no disk flush per commit), a conclude 0.02 ms, while
 handing a call to a thread and back costs 0.08 ms by itself; one call in a hundred takes a few
 milliseconds (SQLite's automatic WAL checkpoint). Only when another process holds the write lock
 does a call wait for it (the busy timeout), as long as that process's own short transaction.

@@ -300,7 +300,7 @@ class StoredLimiter(BaseLimiter):
     async def _sleep_unless_woken(self, wait: float, woken: asyncio.Future[None]) -> None:
         await sleep_unless_woken(self._sleep, wait, woken)
 
-    def settle(
+    def conclude(
         self, admission: Admission, outcome: Outcome, retry_after: float | None = None
     ) -> float:
         """Record how an admitted request ended in every budget it drew on: the store's anchors
