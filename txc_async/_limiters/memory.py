@@ -18,13 +18,13 @@ import math
 import random as _random
 import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable
 
 from .backoff import RefusalState, blamed_budget
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
+from .queue import FifoTurns, sleep_unless_woken, wake_up
 
-__all__ = ["FifoTurns", "InProcessLimiter", "default_limiter"]
+__all__ = ["InProcessLimiter", "default_limiter"]
 
 # Enum members read once: a member looked up on its class costs a descriptor call.
 _ANSWERED = Outcome.ANSWERED
@@ -37,129 +37,6 @@ _SWEEP_FLOOR = 1024
 #: Entries out of the window are cut off a budget's log once there are this many and they make
 #: half of it.
 _CUT_AT = 64
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _resolve(ticket: asyncio.Future[None]) -> None:
-    if not ticket.done():
-        ticket.set_result(None)
-
-
-def _wake(future: asyncio.Future[None] | None) -> None:
-    """Resolve ``future`` from any thread."""
-    if future is None or future.done():
-        return
-    loop = future.get_loop()
-    if loop is _running_loop():
-        future.set_result(None)
-        return
-    # A closed loop has no one waiting on it any more.
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(_resolve, future)
-
-
-class FifoTurns:
-    """A queue of waiters served in arrival order.
-
-    Only the head of the queue runs; the others wait on a future until they become the head. A
-    waiter that leaves (admitted, cancelled or timed out) hands the turn to the next. Waiters may
-    come from several event loops, in several threads: ``lock`` guards the queue, and a waiter of
-    another loop is woken through that loop. Callers may hold ``lock`` to read the queue together
-    with their own state, but must not hold it while calling `enter` or `leave`.
-    """
-
-    __slots__ = ("_waiters", "lock")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self._waiters: deque[asyncio.Future[None]] = deque()
-
-    def __bool__(self) -> bool:
-        return bool(self._waiters)
-
-    def __len__(self) -> int:
-        return len(self._waiters)
-
-    async def enter(self) -> asyncio.Future[None]:
-        """Join the queue and wait to be its head; returns the ticket to give to `leave`."""
-        loop = asyncio.get_running_loop()
-        ticket: asyncio.Future[None] = loop.create_future()
-        with self.lock:
-            waiters = self._waiters
-            waiters.append(ticket)
-            if waiters[0] is not ticket and waiters[0].get_loop().is_closed():
-                # The head's loop was closed under it (its task will never leave): drop every
-                # waiter of a closed loop, or the queue would be blocked for good.
-                self._drop_abandoned()
-            head = waiters[0] is ticket
-        if not head:
-            try:
-                await ticket
-            except BaseException:
-                self.leave(ticket)
-                raise
-        return ticket
-
-    def leave(self, ticket: asyncio.Future[None]) -> None:
-        """Leave the queue; if ``ticket`` was the head, wake the next waiter."""
-        with self.lock:
-            waiters = self._waiters
-            was_head = bool(waiters) and waiters[0] is ticket
-            try:
-                waiters.remove(ticket)
-            except ValueError:
-                return
-            if was_head:
-                self._wake_head()
-
-    def _drop_abandoned(self) -> None:
-        kept = [w for w in self._waiters if not w.get_loop().is_closed()]
-        self._waiters.clear()
-        self._waiters.extend(kept)
-        self._wake_head()
-
-    def _wake_head(self) -> None:
-        """Wake the waiter now at the head (called with the lock held)."""
-        waiters = self._waiters
-        while waiters:
-            head = waiters[0]
-            loop = head.get_loop()
-            if loop.is_closed():  # no task is left to take the turn
-                waiters.popleft()
-                continue
-            # A done ticket is either awake already or cancelled; a cancelled waiter leaves
-            # through `leave`, which passes the turn on.
-            if head.done():
-                return
-            if loop is _running_loop():
-                head.set_result(None)
-                return
-            try:
-                loop.call_soon_threadsafe(_resolve, head)
-                return
-            except RuntimeError:  # its loop closed just now
-                waiters.popleft()
-
-
-async def sleep_unless_woken(
-    sleep: Callable[[float], Awaitable[None]], wait: float, woken: asyncio.Future[None]
-) -> None:
-    """Wait ``wait`` seconds, or less if ``woken`` resolves first (an answer freed room). The
-    sleeper is cancelled, not awaited: awaiting it under a suppression of its CancelledError
-    would swallow the caller's own cancellation as well."""
-    sleeper = asyncio.ensure_future(sleep(wait))
-    try:
-        await asyncio.wait((sleeper, woken), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        # The loop may be closed under an abandoned waiter: nothing is left to cancel then.
-        with contextlib.suppress(RuntimeError):
-            sleeper.cancel()
 
 
 class _Budget:
@@ -347,7 +224,7 @@ class InProcessLimiter(BaseLimiter):
             return self._try_all(key_id, scope, limit, timeout, groups)
         budget = self._budgets.get((key_id, scope)) or self._budget(key_id, scope)
         with budget.lock:
-            if budget.turns._waiters:  # someone waits: no jumping the queue
+            if budget.turns.waiters:  # someone waits: no jumping the queue
                 return None
             if budget.dropped:
                 admission = None
@@ -440,7 +317,7 @@ class InProcessLimiter(BaseLimiter):
             shared = known.get((key_id, name)) or self._budget(key_id, name)
             first, second = (own, shared) if id(own) < id(shared) else (shared, own)
             with first.lock, second.lock:
-                if own.turns._waiters or shared.turns._waiters or own.dropped or shared.dropped:
+                if own.turns.waiters or shared.turns.waiters or own.dropped or shared.dropped:
                     return None  # someone waits: no jumping the queue (or a sweep is under way)
                 now = self._clock()
                 if own.room(limit, now) > 0 or shared.room(group, now) > 0:
@@ -451,7 +328,7 @@ class InProcessLimiter(BaseLimiter):
         limits = [limit, *(group for _, group in groups)]
         with contextlib.ExitStack() as locks:
             _locked_in_order(budgets, locks)
-            if any(b.turns._waiters or b.dropped for b in budgets):
+            if any(b.turns.waiters or b.dropped for b in budgets):
                 return None  # someone waits: no jumping the queue (or a sweep is under way)
             now = self._clock()
             if any(b.room(lim, now) > 0 for b, lim in zip(budgets, limits, strict=True)):
@@ -552,7 +429,7 @@ class InProcessLimiter(BaseLimiter):
             if wake is not None:
                 budget.wake = None
         if wake is not None:
-            _wake(wake)
+            wake_up(wake)
         return pause
 
     def _conclude_all(
@@ -583,7 +460,7 @@ class InProcessLimiter(BaseLimiter):
                     admission.admitted, now, limit, retry_after, self._random
                 )
         for wake in wakes:
-            _wake(wake)
+            wake_up(wake)
         return pause
 
     def holds(self, admission: Admission) -> bool:

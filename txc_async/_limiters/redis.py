@@ -34,7 +34,7 @@ from .._nonces.sources import MAX_NONCE_LEAD_MS, known_ceiling
 from .._secrets import mask_text, safe_url, url_secrets
 from .._validate import check_positive_seconds
 from .base import Admission, Outcome
-from .scripts import lua_script
+from .scripts import AdmitAnswer, DrawStatus, ScriptStatus, lua_script
 from .stored import Admitted, Budget, Entry, Request, StoredLimiter, Verdict
 
 if TYPE_CHECKING:
@@ -380,31 +380,35 @@ class RedisLimiter(StoredLimiter):
         timeout_us = math.ceil(timeout * 1_000_000)
         member = self._new_token()
         clock_ms, ceiling_ms = ("", "") if nonce_clock is None else _clock_args(nonce_clock)
-        args: list[Any] = [
-            timeout_us, member, state.generation, self._new_token(),
-            round(RESEED_GRACE * 1_000_000), clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, 0,
-            int(state.knows_a_loss()),
-        ]
         windows: list[tuple[int, int]] = []
+        per_budget: list[Any] = []
         for log, limit, cap in zip(logs, limits, caps, strict=True):
             keys += [log, log + ":pause", log + ":window"]
             per_us = round(limit.per_seconds * 1_000_000)
             ttl_ms = math.ceil((timeout + limit.per_seconds) * 1000) + 1000
-            args += [cap, per_us, ttl_ms]
+            per_budget += [cap, per_us, ttl_ms]
             windows.append((per_us, ttl_ms))
-        args[8] = max(_KEY_TTL_MS, *(ttl_ms for _, ttl_ms in windows))
-        answer = await self._run_admit(keys, args, logs, member)
-        status, value, extra, generation, blocking = answer
-        if status == 0 or status == 2:
+        # The marker and the counter live as long as the longest-lived log.
+        marker_ttl_ms = max(_KEY_TTL_MS, *(ttl_ms for _, ttl_ms in windows))
+        args: list[Any] = [
+            timeout_us, member, state.generation, self._new_token(),
+            round(RESEED_GRACE * 1_000_000), clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms,
+            marker_ttl_ms, int(state.knows_a_loss()), *per_budget,
+        ]
+        status, value, extra, generation, blocking = await self._run_admit(
+            keys, args, logs, member
+        )
+        if status is ScriptStatus.ADMITTED or status is ScriptStatus.RESEED:
             state.offset = value / 1_000_000 - time.monotonic()
             state.seen = time.monotonic()
-        if status == 2:
+        if status is ScriptStatus.RESEED:
             await self._reseed(state, generation)
             return Verdict(0.0, False)
-        if status == 1 or status == 3:
+        if status is not ScriptStatus.ADMITTED:
             state.seen = time.monotonic()
-            # 3: the nonce counter is too far ahead of the clock given.
-            return Verdict(value / 1_000_000, bool(extra), status == 3, blocking)
+            return Verdict(
+                value / 1_000_000, bool(extra), status is ScriptStatus.NONCE_AHEAD, blocking
+            )
         for budget, (per_us, ttl_ms) in zip(budgets, windows, strict=True):
             state.per[budget.scope] = per_us
             state.ttl_ms[budget.scope] = ttl_ms
@@ -418,14 +422,12 @@ class RedisLimiter(StoredLimiter):
 
     async def _run_admit(
         self, keys: list[str], args: list[Any], logs: list[str], member: str
-    ) -> tuple[int, int, int, str, int]:
+    ) -> AdmitAnswer:
         """Run the admit script: its answer, decoded."""
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
         try:
-            status, value, extra, generation, blocking = await self._run(
-                self._admit_script, keys, args
-            )
+            raw = await self._run(self._admit_script, keys, args)
             if task is not None and task.cancelling() > cancels:
                 # Cancelled while Redis answered, and the cancellation got lost on the way (a
                 # library swallowed it): honour it all the same.
@@ -435,8 +437,7 @@ class RedisLimiter(StoredLimiter):
             # slot back in every budget, since no request will use it.
             self._background(self._remove(logs, member))
             raise
-        generation = generation.decode() if isinstance(generation, bytes) else str(generation)
-        return int(status), int(value), int(extra), generation, int(blocking)
+        return AdmitAnswer.of(raw)
 
     async def redraw_nonce(
         self, admission: Admission, nonce_clock: Callable[[], int]
@@ -454,7 +455,7 @@ class RedisLimiter(StoredLimiter):
             [self.generation_key(key_id), self.nonce_key(key_id, nonce_key)],
             [state.generation, clock_ms, MAX_NONCE_LEAD_MS, ceiling_ms, _KEY_TTL_MS],
         )
-        if int(status) != 0:
+        if DrawStatus(int(status)) is not DrawStatus.DRAWN:
             return None
         nonce = state.last_nonce[nonce_key] = int(value)
         state.nonce_clock[nonce_key] = nonce_clock

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from .._nonces.sources import BaseNonceClock, known_ceiling
 from .backoff import RefusalState, blamed_budget
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
-from .memory import FifoTurns, _wake, sleep_unless_woken
+from .queue import FifoTurns, sleep_unless_woken, wake_up
 
 __all__ = [
     "IN_FLIGHT_RECHECK", "Admitted", "Budget", "Entry", "Request", "StoredLimiter", "Verdict",
@@ -70,7 +70,7 @@ class Budget:
     def wake_head(self) -> None:
         with self.lock:
             wake, self.wake = self.wake, None
-        _wake(wake)
+        wake_up(wake)
 
 
 class Entry:
