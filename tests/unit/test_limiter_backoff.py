@@ -8,6 +8,7 @@ import email.utils
 import json
 import logging
 import math
+import time
 
 import pytest
 
@@ -76,9 +77,11 @@ def test_retry_after_is_read_as_seconds_or_as_an_http_date_on_the_servers_clock(
     later = email.utils.formatdate(sent + 12, usegmt=True)
     assert parse_retry_after({"Retry-After": later, "Date": date}) == 12.0
     assert parse_retry_after({"Retry-After": date, "Date": later}) == 0.0  # already past
+    # Read by the one HTTP-date parser the clock reads Date with: the obsolete forms too, the
+    # asctime one (which carries no zone) on GMT as RFC 9110 defines it.
+    asctime = time.strftime("%a %b %e %H:%M:%S %Y", time.gmtime(sent + 30))
+    assert parse_retry_after({"Retry-After": asctime, "Date": date}) == 30.0
     # Without a Date header, from this machine's clock.
-    import time
-
     soon = email.utils.formatdate(time.time() + 5, usegmt=True)
     assert 3.5 <= (parse_retry_after({"Retry-After": soon}) or 0) <= 5.0
 

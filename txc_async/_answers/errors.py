@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from .._errors import (
     TransportError,
     ValidationError,
 )
+from .._httpdate import parse_http_date
 from .._transports.base import RawResponse
 
 __all__ = ["NonceRefused", "RateLimited", "decode_answer", "parse_retry_after"]
@@ -66,28 +66,15 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
-        moment = _http_date(value)
+        moment = parse_http_date(value)
         if moment is None:
             return None
-        sent = _http_date(headers.get("Date") or "")
+        sent = parse_http_date(headers.get("Date") or "")
         seconds = moment - (sent if sent is not None else time.time())
         return max(0.0, seconds)
     if not math.isfinite(seconds) or seconds < 0:
         return None
     return seconds
-
-
-def _http_date(text: str) -> float | None:
-    # Not _nonces.clock.parse_http_date, which reads a date without a zone (the asctime form,
-    # "-0000") as GMT and a second ":60" as the next minute: this one refuses both, so such a
-    # Retry-After is not read and the usual backoff applies. Kept apart until one is chosen.
-    try:
-        moment = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if moment.tzinfo is None:
-        return None
-    return moment.timestamp()
 
 
 def _is_nonce_refusal(message: str) -> bool:
