@@ -19,10 +19,8 @@ from typing import Any, Self, TypedDict, TypeVar, Unpack, get_args
 import aiohttp
 from yarl import URL
 
-from ._backfill.walk import is_last
 from ._errors import (
     InvalidParameterError,
-    TxcError,
     client_closed,
 )
 from ._limiters.base import Limiter, RateLimit, merge_rate_limits
@@ -64,6 +62,7 @@ from ._operations import (
     REFRESH_OAUTH_TOKEN,
     Operation,
 )
+from ._paging import walk_offset_pages
 from ._pipeline import Pipeline, RequestRecord
 from ._retry import RetryPolicy
 from ._signing import Signer
@@ -495,25 +494,16 @@ class Client:
     ) -> AsyncIterator[Investment]:
         """Every investment matching the filters, page by page."""
         filters = _investment_filters(id=id, ticker=ticker, status=status)
-        offset = 0
-        # Records of the page at the deepest offset that were returned before it.
-        skip = 0
-        while True:
-            page = await self._call(INVESTMENTS, filters | {"limit": PAGE_LIMIT, "offset": offset})
-            records = page.records
-            for record in records[skip:] if skip else records:
-                yield record
-            if is_last(records, PAGE_LIMIT, page.limit):
-                return
-            if offset >= MAX_OFFSET:
-                raise TxcError(
-                    f"more than {offset + len(records)} investments match; the API pages no "
-                    f"deeper than offset {MAX_OFFSET}: narrow the filters (ticker, status)"
-                )
-            # Never past the deepest offset: a server that gives short pages is read to it.
-            following = offset + len(records)
-            offset = min(following, MAX_OFFSET)
-            skip = following - offset
+
+        async def page(limit: int, offset: int) -> tuple[list[Investment], int]:
+            found = await self._call(INVESTMENTS, filters | {"limit": limit, "offset": offset})
+            return found.records, found.limit
+
+        async for record in walk_offset_pages(
+            page, limit=PAGE_LIMIT, max_offset=MAX_OFFSET, what="investments",
+            narrow_by="ticker, status",
+        ):
+            yield record
 
     async def collateral_stop_limit_order(
         self,

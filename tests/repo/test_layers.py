@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "txc_async"
 #: Each layer may import the layers before it. A module not named here is refused (name it).
 LAYERS: list[tuple[str, ...]] = [
     ("_version", "_frames", "_secrets", "_errors", "_models", "_stats", "_validate", "_retry",
-     "_httpdate"),
+     "_httpdate", "_paging"),
     ("_naming", "_nonces", "_transports", "_answers"),
     ("_operations", "_limiters", "_signing"),
     ("_pipeline", "_backfill"),

@@ -300,7 +300,7 @@ def test_an_amount_with_a_huge_exponent_keeps_it() -> None:
 def test_a_page_is_the_last_when_shorter_than_its_limit(
     count: int, asked: int, used: int, last: bool
 ) -> None:
-    from txc_async._backfill.walk import is_last
+    from txc_async._paging import is_last
 
     assert is_last([None] * count, asked, used) is last
 

@@ -5,7 +5,7 @@ booked behind the walk is left to the check that follows it, in ``ledger``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sized
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from operator import attrgetter
@@ -16,6 +16,7 @@ import msgspec
 from .._errors import TxcError
 from .._models import MiningReward, RewardsPage
 from .._operations import MAX_OFFSET, MINING_REWARDS, PAGE_LIMIT, Auth, Operation
+from .._paging import is_last
 from .._stats import ClientStats
 
 __all__ = [
@@ -221,15 +222,6 @@ def fixed_fields(record: MiningReward | WireReward) -> tuple[str, int, str]:
     date and its currency tell its rewards apart.
     """
     return (record.mining_account_name, record.date, record.reward_currency or "")
-
-
-def is_last(records: Sized, asked: int, used: int) -> bool:
-    """Whether a page of ``records`` is the last one, asked for with ``limit=asked``, when its
-    answer says it used ``limit=used``: a page shorter than its limit ends the walk. A server
-    that gives fewer records per page than asked says so in the ``limit`` it echoes, and the walk
-    goes on from the records it gave; an empty page always ends it (it could not move on)."""
-    count = len(records)
-    return count == 0 or count < min(asked, used)
 
 
 @dataclass(slots=True)
