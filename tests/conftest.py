@@ -1,6 +1,7 @@
 """Shared fixtures: a mocked HTTP layer, a recording limiter, clients wired to both, and one
 redis-server for the run. The package's pytest plugin (``txc_async.pytest_plugin``, registered
-by its entry point) gives every test fresh estimates of servers' clocks."""
+by its entry point) gives every test a runtime of its own (fresh estimates of servers' clocks,
+nonce sources and default limiter)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from aioresponses import aioresponses
 
 import txc_async
+from txc_async.transports import AiohttpTransport
 
 from .support.common import BASE, KEY, REQUEST_PATHS, SECRET, RecordingLimiter, fast_retry
 
@@ -94,8 +96,11 @@ def limiter() -> RecordingLimiter:
 
 @pytest.fixture
 async def client(limiter: RecordingLimiter) -> AsyncIterator[txc_async.Client]:
+    """A client of the mocked service: its requests go through ``ClientSession.request``, which
+    aioresponses replaces (``mocked``), or to the address its test gives it."""
     async with txc_async.Client(
-        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter, retry=fast_retry()
+        api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter, retry=fast_retry(),
+        transport=AiohttpTransport(direct=False),
     ) as c:
         yield c
 
@@ -104,13 +109,14 @@ async def client(limiter: RecordingLimiter) -> AsyncIterator[txc_async.Client]:
     params=[REQUEST_PATHS[0], pytest.param(REQUEST_PATHS[1], marks=pytest.mark.asyncio_only)]
 )
 def request_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    import txc_async._transports.default as transport
+    """Runs a test on each request path: every ``AiohttpTransport`` made in the test without a
+    ``direct=`` of its own, the one a ``Client`` makes for itself included, takes the path."""
     from txc_async._transports.direct import DIRECT
 
     if request.param == "session.request":
-        monkeypatch.setattr(
-            transport.DirectExchange, "for_session", lambda session, max_answer_bytes: None
-        )
+        defaults = AiohttpTransport.__init__.__kwdefaults__
+        assert defaults is not None
+        monkeypatch.setitem(defaults, "direct", False)
     elif not DIRECT:
         pytest.skip("this aiohttp's parts cannot make an exchange alone")
     return str(request.param)

@@ -49,6 +49,7 @@ from ._models import (
 )
 from ._nonces.clock import LocalClock
 from ._retry import RetryPolicy
+from ._runtime import Runtime, current_runtime, use_runtime
 from ._stats import ClientStats
 from ._transports.base import RawResponse
 from ._transports.mock import MockRequest, MockTransport
@@ -143,6 +144,7 @@ __all__ = [
     "RetryPolicy",
     "RewardStatus",
     "RewardsPage",
+    "Runtime",
     "SQLiteLimiter",
     "Side",
     "SideLiteral",
@@ -152,5 +154,7 @@ __all__ = [
     "ValidationError",
     "__version__",
     "backfill_mining_rewards",
+    "current_runtime",
     "limiter_from_url",
+    "use_runtime",
 ]

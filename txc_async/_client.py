@@ -24,7 +24,6 @@ from ._errors import (
     client_closed,
 )
 from ._limiters.base import Limiter, RateLimit, merge_rate_limits
-from ._limiters.memory import default_limiter
 from ._limiters.url import limiter_from_url
 from ._models import (
     CollateralOrder,
@@ -45,8 +44,7 @@ from ._models import (
 )
 from ._naming import name_operations
 from ._nonces.clock import SYSTEM_CLOCK, LocalClock
-from ._nonces.registry import server_clock_for
-from ._nonces.sources import key_fingerprint, nonce_source_for
+from ._nonces.sources import key_fingerprint
 from ._operations import (
     BALANCE,
     BALANCE_OF_TICKER,
@@ -65,6 +63,7 @@ from ._operations import (
 from ._paging import walk_offset_pages
 from ._pipeline import Pipeline, RequestRecord
 from ._retry import RetryPolicy
+from ._runtime import current_runtime
 from ._signing import Signer
 from ._stats import ClientStats
 from ._transports.base import Transport
@@ -212,14 +211,16 @@ class Client:
 
     - ``rate_limits``: per-scope overrides of the documented limits (``txc_async.RateLimit``).
     - ``limiter``: the backend keeping the budgets (default: one in-process limiter shared by
-      every client of the process; ``txc_async.SQLiteLimiter`` or ``RedisLimiter`` to share
-      budgets between processes).
+      every client of the process, [`Runtime.limiter`][txc_async.Runtime.limiter];
+      ``txc_async.SQLiteLimiter`` or ``RedisLimiter`` to share budgets between processes).
     - ``timeout``: seconds per HTTP exchange (waiting for budget is not counted).
     - ``retry``: a [`txc_async.RetryPolicy`][txc_async.RetryPolicy].
     - ``user_agent``: the caller's product, put in front of the default User-Agent.
     - ``on_request``: called with a [`txc_async.RequestRecord`][txc_async.RequestRecord] after every
       HTTP exchange.
-    - ``session`` / ``transport``: an aiohttp session, or another transport, to send through.
+    - ``session`` / ``transport``: an aiohttp session, or another transport, to send through
+      (see [`txc_async.transports`][txc_async.transports]; a test that mocks aiohttp's session
+      gives ``transport=AiohttpTransport(direct=False)``).
     - ``max_connections``: connections open at once to the server.
     """
 
@@ -287,18 +288,21 @@ class Client:
         # key used with it. Nonce counters stay per key (a hash, never the key itself).
         key_id = key_fingerprint("", origin)
         nonce_key = key_fingerprint(api_key or "", origin)
-        # One estimate of the server's clock per server, shared by the clients of the process;
+        # One estimate of the server's clock per server, shared by the clients of the runtime;
         # nonces (here and in shared limiters) are drawn on it.
-        server_clock = server_clock_for(origin, clock if clock is not None else SYSTEM_CLOCK)
+        runtime = current_runtime()
+        server_clock = runtime._server_clock_for(
+            origin, clock if clock is not None else SYSTEM_CLOCK
+        )
         self._pipeline = Pipeline(
             base_url=base,
             signer=(
-                Signer(api_key, api_secret, nonce_source_for(api_key, server_clock))
+                Signer(api_key, api_secret, runtime._nonce_source_for(api_key, server_clock))
                 if api_key and api_secret
                 else None
             ),
             server_clock=server_clock,
-            limiter=limiter if limiter is not None else default_limiter(),
+            limiter=limiter if limiter is not None else runtime.limiter,
             key_id=key_id,
             nonce_key=nonce_key,
             rate_limits=merge_rate_limits(rate_limits),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import datetime
 import email.utils
+import functools
 
 __all__ = ["parse_http_date"]
 
@@ -14,16 +15,12 @@ _MONTHS = {
         ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
     )
 }
+
+
 # The Date of answers repeats within a second: the last one parsed is kept.
-_last_date: tuple[str, int | None] = ("", None)
-
-
+@functools.lru_cache(maxsize=1)
 def parse_http_date(value: str) -> int | None:
     """Unix seconds of an HTTP ``Date`` header (IMF-fixdate, or the obsolete forms), or None."""
-    global _last_date
-    cached = _last_date
-    if cached[0] == value:
-        return cached[1]
     seconds: int | None
     try:
         # IMF-fixdate, the form servers send: "Sun, 06 Nov 1994 08:49:37 GMT".
@@ -43,5 +40,4 @@ def parse_http_date(value: str) -> int | None:
             seconds = int(moment.timestamp())
     except (ValueError, KeyError, TypeError, IndexError, OverflowError):
         seconds = None
-    _last_date = (value, seconds)
     return seconds

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from ._nonces.sources import NonceSource, nonce_source_for
+from ._nonces.sources import NonceSource
 
 __all__ = ["Signer"]
 
@@ -22,13 +22,13 @@ class Signer:
 
     __slots__ = ("_api_key", "_mac", "nonces")
 
-    def __init__(self, api_key: str, api_secret: str, nonces: NonceSource | None = None) -> None:
+    def __init__(self, api_key: str, api_secret: str, nonces: NonceSource) -> None:
         self._api_key = api_key
         # The key's HMAC state, set up once: every signature starts from a copy of it, as
         # hmac's documentation suggests for messages that share a beginning (here, the key).
         self._mac = hmac.new(api_secret.encode(), digestmod=hashlib.sha512)
-        #: The source of this key's nonces.
-        self.nonces = nonces if nonces is not None else nonce_source_for(api_key)
+        #: The source of this key's nonces (the one its clients share: see ``Runtime``).
+        self.nonces = nonces
 
     def __repr__(self) -> str:
         return "Signer(api_key='***', api_secret='***')"

@@ -19,10 +19,12 @@ Configure them per test, class or module with markers, whose keywords go to the 
 async def test_something(txc_client): ...
 ```
 
-Every test also meets its servers afresh: the process-wide estimates of servers' clocks (which
-clients of one server share, keyed by its address) are forgotten before each test, so that a
-sandbox on a port an earlier test's sandbox used (with another ``clock_offset``, say) is not taken
-for the same server. A client kept across tests keeps the estimate it holds.
+Every test, with the fixtures or not, runs under a [`txc_async.Runtime`][txc_async.Runtime] of
+its own (current for the test; the one before is current again after it): what the clients of
+a process share, the estimates of servers' clocks (keyed by the server's address), the nonce
+sources and the default limiter, starts afresh in each test. So a sandbox on a port an
+earlier test's sandbox used (with another ``clock_offset``, say) is not taken for the same server,
+and budgets do not carry over. A client kept across tests keeps the parts it was made with.
 
 The fixtures are coroutines run by pytest-asyncio (``pip install pytest-asyncio``); they work in
 its ``auto`` and ``strict`` modes (in strict mode mark the tests ``@pytest.mark.asyncio``).
@@ -30,14 +32,14 @@ its ``auto`` and ``strict`` modes (in strict mode mark the tests ``@pytest.mark.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from ._client import Client
 from ._limiters.memory import InProcessLimiter
-from ._nonces.registry import forget_estimates
+from ._runtime import Runtime, use_runtime
 from .sandbox import Sandbox
 
 try:
@@ -75,11 +77,13 @@ def _marker_options(request: pytest.FixtureRequest, name: str) -> dict[str, Any]
 
 
 @pytest.fixture(autouse=True)
-def _txc_fresh_server_clocks() -> None:
-    """Every test starts with no estimate of any server's clock. Within a run, the process
-    keeps one per address for every client of it, as it should; but tests start servers on
-    addresses earlier tests' servers used, and an estimate must not carry over between them."""
-    forget_estimates()
+def _txc_fresh_runtime() -> Iterator[Runtime]:
+    """Every test runs under a runtime of its own. Within a run, the process keeps one estimate
+    of each server's clock per address for every client of it, as it should; but tests start
+    servers on addresses earlier tests' servers used, and an estimate must not carry over
+    between them (nor budgets of the default limiter)."""
+    with use_runtime(Runtime()) as runtime:
+        yield runtime
 
 
 @_async_fixture

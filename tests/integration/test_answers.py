@@ -30,8 +30,8 @@ from txc_async._operations import (
     MINING_REWARDS,
     REFRESH_OAUTH_TOKEN,
 )
-from txc_async._transports.base import RawResponse
 from txc_async.sandbox import Sandbox
+from txc_async.transports import RawResponse
 
 from ..support.common import RecordingLimiter, fast_retry, served
 from ..support.transports import make_client

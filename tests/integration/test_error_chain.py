@@ -29,9 +29,8 @@ from txc_async import (
     TxcError,
     ValidationError,
 )
-from txc_async._transports.base import RawResponse
-from txc_async._transports.mock import MockRequest
 from txc_async.sandbox import Sandbox
+from txc_async.transports import MockRequest, RawResponse
 
 from ..support.reachable import reachable_text
 from ..support.transports import MemoryTransport

@@ -14,7 +14,7 @@ PROGRAM = textwrap.dedent(
     import asyncio, gc, resource, sys, time
 
     import txc_async
-    from txc_async._transports.base import RawResponse
+    from txc_async.transports import RawResponse
 
     KEYS = int(sys.argv[1])
     ANSWER = RawResponse(200, {"Date": "Sun, 22 Nov 2026 12:00:00 GMT"},
@@ -52,8 +52,9 @@ PROGRAM = textwrap.dedent(
         time.sleep(0.5)  # every window has passed
         await one(KEYS)  # a new key looks for budgets to drop
         gc.collect()
-        budgets = len(txc_async._limiters.memory.default_limiter()._budgets)
-        sources = len(txc_async._nonces.sources._sources)
+        runtime = txc_async.current_runtime()
+        budgets = len(runtime.limiter._budgets)
+        sources = len(runtime._nonce_sources)
         print(rss_mb() - before, budgets, sources)
 
 
@@ -74,23 +75,22 @@ def test_a_hundred_thousand_keys_leave_no_lasting_memory() -> None:
     assert float(growth) < 30, done.stdout
 
 
-def test_a_floor_written_while_passed_floors_are_dropped_stays(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_floor_written_while_passed_floors_are_dropped_stays() -> None:
     """A nonce source's finalizer records its floor whenever the garbage collector frees it,
     including while passed floors are being dropped: the floor it writes is kept."""
-    from txc_async._nonces import sources as _signing
+    from txc_async._nonces.registry import NonceSources
 
     class Finalizing:
         """A clock whose reading lets a finalizer run, as an allocation may."""
 
         def now_ms(self) -> int:
             # Another source of the same key freed meanwhile, its counter far ahead.
-            _signing._floors[key] = 10**15
+            floors[key] = 10**15
             return 2_000
 
     key = ("fingerprint", Finalizing())
-    floors = {key: 1_000}
-    monkeypatch.setattr(_signing, "_floors", floors)
-    _signing._forget_passed_floors()
+    sources = NonceSources()
+    floors = sources._floors
+    floors[key] = 1_000  # type: ignore[index]
+    sources._forget_passed_floors()
     assert floors == {key: 10**15}

@@ -21,6 +21,7 @@ from txc_async._httpdate import parse_http_date
 from txc_async._nonces.clock import MAX_DRIFT, NONCE_WINDOW_MS, ServerClock
 from txc_async._nonces.sources import MAX_NONCE_LEAD_MS, NonceSource, nonce_refusal_error
 from txc_async.sandbox import Sandbox
+from txc_async.transports import AiohttpTransport
 
 from ..support.clocks import ManualClock
 from ..support.common import KEY, SECRET, decode_signed, fast_retry, requests_to
@@ -331,7 +332,8 @@ async def test_the_client_learns_from_answers_on_its_own_clock() -> None:
         mocked.post(base + BALANCE_PATH, headers={"Date": server_date},
                     payload={"BTC": {"main_balance": "1"}})
         async with txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=base,
-                                    retry=fast_retry(), clock=clock) as client:
+                                    retry=fast_retry(), clock=clock,
+                                    transport=AiohttpTransport(direct=False)) as client:
             assert client.clock_offset == 0.0
             await client.main_balance()
             assert 29.0 <= client.clock_offset <= 31.0
@@ -371,7 +373,8 @@ async def test_persistent_refusals_end_in_an_error_that_says_what_the_clocks_sho
                              "message": "Your nonce is more than 5 seconds lesser than the "
                                         "current nonce"})
         async with txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=base,
-                                    retry=fast_retry()) as client:
+                                    retry=fast_retry(),
+                                    transport=AiohttpTransport(direct=False)) as client:
             with pytest.raises(AuthenticationError) as caught:
                 await client.main_balance()
             assert 9 < client.clock_offset < 11
@@ -678,7 +681,7 @@ async def test_estimates_of_servers_no_client_uses_are_let_go_and_live_ones_stay
     every other client of that server gets, however many servers came in between."""
     import gc
 
-    from txc_async._nonces import registry as _clock
+    from txc_async._nonces.registry import KEPT_ESTIMATES
 
     kept = txc_async.Client(base_url="http://127.0.0.1:1")
     for port in range(2, 502):
@@ -686,8 +689,9 @@ async def test_estimates_of_servers_no_client_uses_are_let_go_and_live_ones_stay
         await client.close()
     del client
     gc.collect()
-    assert len(_clock._recent) == _clock.KEPT_ESTIMATES
-    assert len(_clock._clocks) <= _clock.KEPT_ESTIMATES + 1
+    estimates = txc_async.current_runtime()._server_clocks
+    assert len(estimates._recent) == KEPT_ESTIMATES
+    assert len(estimates._held) <= KEPT_ESTIMATES + 1
     again = txc_async.Client(base_url="http://127.0.0.1:1")
     assert again._pipeline.server_clock is kept._pipeline.server_clock
     await again.close()

@@ -145,5 +145,5 @@ def test_each_test_of_a_user_suite_meets_its_servers_afresh(pytester: pytest.Pyt
 def test_this_suite_meets_its_servers_afresh_through_the_plugin(
     request: pytest.FixtureRequest,
 ) -> None:
-    """tests/conftest.py relies on the plugin for fresh estimates of servers' clocks."""
-    assert "_txc_fresh_server_clocks" in request.fixturenames
+    """tests/conftest.py relies on the plugin for a runtime of its own in every test."""
+    assert "_txc_fresh_runtime" in request.fixturenames

@@ -167,7 +167,7 @@ async def test_a_timeout_of_five_seconds_or_more_is_not_rounded_up(
 
     from yarl import URL
 
-    from txc_async._transports.default import AiohttpTransport
+    from txc_async.transports import AiohttpTransport
 
     sandbox.faults.add("/api/v4/public/ping", "slow", delay=10.0)
     transport = AiohttpTransport()
@@ -354,34 +354,41 @@ def _queued_bytes(listener: socket.socket) -> int:
     return total
 
 
-async def test_the_client_s_own_session_writes_on_its_connections_unless_a_mock_replaced_aiohttp(
+async def test_the_client_s_own_session_writes_on_its_connections_unless_told_not_to(
     sandbox: Sandbox,
 ) -> None:
-    """A session the client makes writes its requests on aiohttp's connections; while
-    aioresponses (or any mock) replaces ``ClientSession._request``, every request goes through
-    it, so that a user's mocked tests see every request of the client."""
+    """A session the client makes writes its requests on aiohttp's connections, out of the
+    sight of a mock of ``ClientSession.request`` (aioresponses); with ``direct=False`` every
+    request goes through it, so that a user's mocked tests see every request of the client."""
     from aioresponses import aioresponses
 
     from txc_async._transports.direct import DIRECT
+    from txc_async.transports import AiohttpTransport
 
     if not DIRECT:
         pytest.skip("this aiohttp's parts cannot make an exchange alone")
-    c = client_for(sandbox, retry=RetryPolicy(max_retries=0))
-    transport: Any = c._pipeline.transport
+    direct = client_for(sandbox, retry=RetryPolicy(max_retries=0))
+    mockable = client_for(
+        sandbox, retry=RetryPolicy(max_retries=0), transport=AiohttpTransport(direct=False)
+    )
     try:
-        assert await c.ping() is True
-        assert transport._direct is True
         with aioresponses() as mocked:
             mocked.get(sandbox.url + PING, status=503, body="mocked", repeat=True)
+            assert await direct.ping() is True  # the server's answer: the mock never saw it
+            assert not mocked.requests
             with pytest.raises(TransportError) as caught:
-                await c.ping()
-            assert caught.value.status == 503
-            assert transport._direct is False
+                await mockable.ping()
+            assert caught.value.status == 503 and len(mocked.requests) == 1
         assert sandbox.stats.received[PING] == 1  # the mocked request never left
-        assert await c.ping() is True
-        assert transport._direct is True and sandbox.stats.received[PING] == 2
+        assert await mockable.ping() is True
+        assert sandbox.stats.received[PING] == 2
+        direct_transport: Any = direct._pipeline.transport
+        mockable_transport: Any = mockable._pipeline.transport
+        assert direct_transport._direct_exchange is not None
+        assert mockable_transport._direct_exchange is None
     finally:
-        await c.close()
+        await direct.close()
+        await mockable.close()
 
 
 async def test_no_connection_is_held_after_any_end_of_an_exchange(
@@ -406,7 +413,7 @@ async def test_no_connection_is_held_after_any_end_of_an_exchange(
             assert await c.main_balance()
         transport: Any = c._pipeline.transport
         assert not transport._session.connector._acquired
-        assert transport._direct is (request_path == "direct")
+        assert (transport._direct_exchange is not None) is (request_path == "direct")
     finally:
         await c.close()
 
@@ -419,7 +426,8 @@ async def test_a_request_that_had_a_connection_is_never_connected_again_nor_unse
     request ends as the first ended), and the request never counts as unsent."""
     import aiohttp
 
-    from txc_async._transports.default import AiohttpTransport, _Connector, _request_record
+    from txc_async._transports.default import _Connector, _request_record
+    from txc_async.transports import AiohttpTransport
 
     opened: list[int] = []
 

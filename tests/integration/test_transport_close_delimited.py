@@ -12,7 +12,7 @@ from yarl import URL
 
 import txc_async
 from txc_async import RetryPolicy, TransportError
-from txc_async._transports.default import AiohttpTransport
+from txc_async.transports import AiohttpTransport
 
 from ..support.raw_server import read_head as _read_head
 from ..support.raw_server import serve as _serve

@@ -17,7 +17,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from txc_async import RequestTimeout, TransportError
-from txc_async._transports.default import AiohttpTransport
+from txc_async.transports import AiohttpTransport
 
 from ..support.raw_server import serve
 from ..support.reachable import reachable_text
@@ -37,12 +37,9 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 
 def _transport(path: str, **kwargs: Any) -> AiohttpTransport:
     """A transport whose own session takes ``path`` (call inside the running loop)."""
-    transport = AiohttpTransport(**kwargs)
+    transport = AiohttpTransport(direct=path == "direct", **kwargs)
     transport._get_session()
-    if path == "session.request":
-        transport._direct_exchange = None
-    else:
-        assert transport._direct_exchange is not None
+    assert (transport._direct_exchange is not None) is (path == "direct")
     return transport
 
 

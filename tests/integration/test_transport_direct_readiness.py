@@ -18,8 +18,8 @@ from yarl import URL
 import txc_async
 from txc_async import TransportError
 from txc_async._transports import direct as _direct
-from txc_async._transports.default import AiohttpTransport
 from txc_async.sandbox import Sandbox
+from txc_async.transports import AiohttpTransport
 
 from ..support.raw_server import serve
 
@@ -89,7 +89,7 @@ async def test_a_client_on_an_aiohttp_whose_parts_differ_sends_each_call_once(
     fallbacks = [r for r in caplog.records if FALLBACK_LOG in r.getMessage()]
     transport: Any = txc_client._pipeline.transport
     if difference == "nothing differs":
-        assert not fallbacks and transport._direct
+        assert not fallbacks and transport._direct_exchange is not None
     else:
         # Said once, at debug level, for the session's life.
         assert len(fallbacks) == 1 and fallbacks[0].levelno == logging.DEBUG

@@ -72,7 +72,8 @@ async def test_a_certificate_signed_by_the_given_ca_is_trusted(
         for _ in range(3):  # a new connection, then the same one again
             assert await client.ping() is True
         transport = client._pipeline.transport
-        assert transport._direct is (request_path == "direct")  # type: ignore[attr-defined]
+        direct = transport._direct_exchange is not None  # type: ignore[attr-defined]
+        assert direct is (request_path == "direct")
     finally:
         await client.close()
 

@@ -63,7 +63,8 @@ def _undocumented(obj: griffe.Object | griffe.Alias) -> list[str]:
 
 def test_the_public_modules_are_the_expected_ones() -> None:
     assert _public_modules() == [
-        "txc_async", "txc_async.cli", "txc_async.pytest_plugin", "txc_async.sandbox",
+        "txc_async", "txc_async.cli", "txc_async.limiters", "txc_async.pytest_plugin",
+        "txc_async.sandbox", "txc_async.transports",
     ]
 
 

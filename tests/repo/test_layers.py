@@ -15,10 +15,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("_version", "_frames", "_secrets", "_errors", "_models", "_stats", "_validate", "_retry",
      "_httpdate", "_paging"),
     ("_naming", "_nonces", "_transports", "_answers"),
-    ("_operations", "_limiters", "_signing"),
+    ("_operations", "_limiters", "_signing", "_runtime"),
     ("_pipeline", "_backfill"),
     ("_export", "_client"),
-    ("__init__",),
+    ("__init__", "limiters", "transports"),
     ("sandbox", "pytest_plugin", "cli", "__main__"),
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -146,8 +146,9 @@ def nonce_lateness() -> tuple[Any, list[int]]:
 
 
 #: The request paths of a session the client makes: written on aiohttp's connection and read by
-#: its parser (the default, see ``_direct.py``), and ``ClientSession.request`` (an aiohttp
-#: whose parts differ). Tests of how a request ends run on both.
+#: its parser (the default, see ``_transports/direct.py``), and ``ClientSession.request``
+#: (``AiohttpTransport(direct=False)``, or an aiohttp whose parts differ). Tests of how a
+#: request ends run on both.
 REQUEST_PATHS = ["direct", "session.request"]
 
 

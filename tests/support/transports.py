@@ -7,8 +7,7 @@ from collections.abc import Callable, Mapping
 from yarl import URL
 
 import txc_async
-from txc_async._transports.base import RawResponse
-from txc_async._transports.mock import MockRequest
+from txc_async.transports import MockRequest, RawResponse
 
 from .common import KEY, SECRET, RecordingLimiter, fast_retry
 

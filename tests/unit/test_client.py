@@ -26,6 +26,7 @@ from txc_async import (
     TransportError,
     ValidationError,
 )
+from txc_async.transports import AiohttpTransport
 
 from ..support.clocks import ManualClock
 from ..support.common import (
@@ -127,11 +128,12 @@ async def test_nonce_source_waits_instead_of_running_far_ahead() -> None:
     assert clock.slept, "the source must wait once the counter runs 4 s ahead"
 
 
-def test_one_nonce_source_per_key_in_the_process() -> None:
-    from txc_async._nonces.sources import nonce_source_for
+def test_one_nonce_source_per_key_in_a_runtime() -> None:
+    from txc_async._nonces.registry import NonceSources
 
-    assert nonce_source_for("k1") is nonce_source_for("k1")
-    assert nonce_source_for("k1") is not nonce_source_for("k2")
+    sources = NonceSources()
+    assert sources.get("k1") is sources.get("k1")
+    assert sources.get("k1") is not sources.get("k2")
 
 
 async def test_1000_concurrent_signed_requests_carry_distinct_nonces(
@@ -139,8 +141,10 @@ async def test_1000_concurrent_signed_requests_carry_distinct_nonces(
 ) -> None:
     mocked.post(BALANCE, payload={"BTC": {"main_balance": "1"}}, repeat=True)
     async with (
-        txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter) as c1,
-        txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter) as c2,
+        txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
+                         transport=AiohttpTransport(direct=False)) as c1,
+        txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
+                         transport=AiohttpTransport(direct=False)) as c2,
     ):
         await asyncio.gather(*(c.main_balance() for _ in range(500) for c in (c1, c2)))
     bodies = [decode_signed(kw) for kw in requests_to(mocked, "/api/v4/main-account/balance")]
@@ -163,7 +167,8 @@ async def test_ping(mocked: aioresponses, client: txc_async.Client) -> None:
 
 async def test_ping_works_without_credentials(mocked: aioresponses) -> None:
     mocked.get(PING, payload=["pong"])
-    async with txc_async.Client(base_url=BASE, limiter=RecordingLimiter()) as c:
+    async with txc_async.Client(base_url=BASE, limiter=RecordingLimiter(),
+                                transport=AiohttpTransport(direct=False)) as c:
         assert await c.ping() is True
         with pytest.raises(InvalidParameterError, match="api_key"):
             await c.main_balance()
@@ -760,7 +765,7 @@ async def test_reads_give_up_after_a_bounded_number_of_attempts(
 def retrying_client(limiter: RecordingLimiter, **retry: int) -> txc_async.Client:
     """A client of the mocked server whose retries are quick, as ``retry`` sets them."""
     return txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
-                            retry=fast_retry(**retry))
+                            retry=fast_retry(**retry), transport=AiohttpTransport(direct=False))
 
 
 async def test_timeouts_raise_request_timeout(
@@ -909,7 +914,8 @@ async def test_repr_never_shows_secrets(client: txc_async.Client) -> None:
 
 
 async def test_closed_client_refuses_calls(mocked: aioresponses) -> None:
-    c = txc_async.Client(base_url=BASE, limiter=RecordingLimiter())
+    c = txc_async.Client(base_url=BASE, limiter=RecordingLimiter(),
+                         transport=AiohttpTransport(direct=False))
     await c.close()
     with pytest.raises(TransportError, match="closed"):
         await c.ping()
@@ -935,7 +941,8 @@ async def test_close_ends_calls_under_way_with_a_clear_error(
         return CallbackResult(payload={})
 
     mocked.post(BALANCE, callback=slow, repeat=True)
-    c = txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter)
+    c = txc_async.Client(api_key=KEY, api_secret=SECRET, base_url=BASE, limiter=limiter,
+                         transport=AiohttpTransport(direct=False))
     calls = [asyncio.create_task(c.main_balance()) for _ in range(5)]
     await asyncio.sleep(0.05)
     async with asyncio.timeout(2):

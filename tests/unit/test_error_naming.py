@@ -12,7 +12,7 @@ import pytest
 
 import txc_async
 from txc_async import InvalidParameterError, TransportError, TxcError
-from txc_async._transports.base import RawResponse
+from txc_async.transports import RawResponse
 
 from ..support.transports import MemoryTransport, make_client
 

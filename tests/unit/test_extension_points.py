@@ -14,9 +14,8 @@ from yarl import URL
 
 import txc_async
 from txc_async import Admission, Outcome, RateLimit, TransportError
-from txc_async._limiters.base import BaseLimiter
-from txc_async._transports.base import ConnectionSlots, RawResponse
-from txc_async._transports.mock import MockRequest
+from txc_async.limiters import BaseLimiter
+from txc_async.transports import ConnectionSlots, MockRequest, RawResponse
 
 from ..support.common import KEY, SECRET, fast_retry
 

@@ -21,7 +21,7 @@ from txc_async._limiters.backoff import (
     RefusalState,
     backoff_pause,
 )
-from txc_async._transports.base import RawResponse
+from txc_async.transports import RawResponse
 
 LIMIT = RateLimit(10, 1)
 

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import txc_async
 from txc_async import Admission, InProcessLimiter, Outcome, RateLimit
-from txc_async._limiters.memory import default_limiter
 
 from ..support.arrival_server import max_in_window
 
@@ -637,8 +636,9 @@ def test_a_budget_dropped_by_a_sweep_right_after_it_was_looked_up_is_not_admitte
 
 
 def test_the_default_limiter_is_one_for_the_process_and_outlives_event_loops() -> None:
-    assert default_limiter() is default_limiter()
-    assert isinstance(default_limiter(), txc_async.Limiter)
+    runtime = txc_async.current_runtime()
+    assert runtime.limiter is runtime.limiter
+    assert isinstance(runtime.limiter, txc_async.Limiter)
     limiter = InProcessLimiter()
     limit = RateLimit(1, 30)
     asyncio.run(limiter.acquire("k", "s", limit, TIMEOUT))  # no loop is bound at construction

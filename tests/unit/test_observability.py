@@ -13,6 +13,7 @@ from aioresponses import aioresponses
 
 import txc_async
 from txc_async import InvalidParameterError, RequestRecord, RequestTimeout, RetryPolicy
+from txc_async.transports import AiohttpTransport
 
 from ..support.common import BASE, KEY, SECRET, RecordingLimiter, fast_retry
 
@@ -24,6 +25,7 @@ def make(records: list[RequestRecord] | None = None, **kwargs: object) -> txc_as
     settings: dict[str, object] = {
         "limiter": RecordingLimiter(), "retry": fast_retry(),
         "on_request": records.append if records is not None else None,
+        "transport": AiohttpTransport(direct=False),  # so that aioresponses sees every request
     }
     settings.update(kwargs)
     return txc_async.Client(
@@ -160,7 +162,7 @@ async def test_with_options_timeout_applies_to_the_exchange(mocked: aioresponses
 async def test_from_env_reads_the_limiter_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TXC_LIMITER", "memory://")
     async with txc_async.Client.from_env(base_url=BASE) as client:
-        assert client._pipeline.limiter is txc_async._limiters.memory.default_limiter()
+        assert client._pipeline.limiter is txc_async.current_runtime().limiter
     monkeypatch.setenv("TXC_LIMITER", "carrier-pigeon://coop")
     with pytest.raises(InvalidParameterError, match="TXC_LIMITER: unknown limiter URL"):
         txc_async.Client.from_env(base_url=BASE)

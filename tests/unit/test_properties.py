@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import txc_async
 from txc_async import InvalidParameterError, TxcError
-from txc_async._transports.base import RawResponse
+from txc_async.transports import RawResponse
 
 from ..support.common import SECRET, RecordingLimiter
 from ..support.transports import MemoryTransport, make_client

@@ -24,7 +24,7 @@ from .backoff import RefusalState, blamed_budget
 from .base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 from .queue import FifoTurns, sleep_unless_woken, wake_up
 
-__all__ = ["InProcessLimiter", "default_limiter"]
+__all__ = ["InProcessLimiter"]
 
 # Enum members read once: a member looked up on its class costs a descriptor call.
 _ANSWERED = Outcome.ANSWERED
@@ -486,18 +486,3 @@ class InProcessLimiter(BaseLimiter):
     async def aclose(self) -> None:
         """Nothing to release. The budgets stay: requests admitted just before still count."""
 
-
-_default: InProcessLimiter | None = None
-_default_lock = threading.Lock()
-
-
-def default_limiter() -> InProcessLimiter:
-    """The limiter every client of the process shares unless given another."""
-    global _default
-    limiter = _default
-    if limiter is None:
-        with _default_lock:
-            if _default is None:
-                _default = InProcessLimiter()
-            limiter = _default
-    return limiter

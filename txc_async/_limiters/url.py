@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from .._runtime import current_runtime
 from .base import Limiter
-from .memory import default_limiter
 from .redis import RedisLimiter
 from .sqlite import SQLiteLimiter
 
@@ -70,8 +70,8 @@ def check_limiter_url(url: object) -> str:
 def limiter_from_url(url: str) -> Limiter:
     """The limiter ``url`` names.
 
-    * ``memory://``: budgets kept in this process (the ``InProcessLimiter`` every client of the
-      process shares by default);
+    * ``memory://``: budgets kept in this process (the ``InProcessLimiter`` that the clients
+      given no limiter share: [`Runtime.limiter`][txc_async.Runtime.limiter]);
     * ``sqlite:///path`` (relative to the working directory; ``sqlite:////abs/path`` for an
       absolute one): budgets and nonces shared by every process of this machine through one
       SQLite file (``SQLiteLimiter``); its folder is made when missing;
@@ -92,7 +92,7 @@ def limiter_from_url(url: str) -> Limiter:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme == "memory":
-        return default_limiter()
+        return current_runtime().limiter
     if scheme == "sqlite":
         path = Path(unquote(parts.path[1:]))
         path.parent.mkdir(parents=True, exist_ok=True)

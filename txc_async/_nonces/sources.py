@@ -1,6 +1,6 @@
-"""Nonces: millisecond values on the server's clock, one counter per API key shared by the
-process; the clock shared limiters draw them on; and what to say when the service keeps refusing
-them."""
+"""Nonces: millisecond values on the server's clock, one counter per API key and server (kept
+by ``registry``); the clock shared limiters draw them on; and what to say when the service keeps
+refusing them."""
 
 from __future__ import annotations
 
@@ -18,19 +18,24 @@ __all__ = [
     "BaseNonceClock",
     "NonceClock",
     "NonceSource",
+    "SourceKey",
     "key_fingerprint",
     "known_ceiling",
     "nonce_refusal_error",
-    "nonce_source_for",
 ]
-_wall = ServerClock()
+
+#: What a source is kept by: the fingerprint of its API key, and the estimate of its server's
+#: clock (None: this machine's wall clock).
+SourceKey = tuple[str, ServerClock | None]
+
 
 class NonceSource:
     """Strictly increasing millisecond nonces on the server's clock: ``max(now_ms, last + 1)``.
 
-    One source per API key and server serves every client of the process, so two requests never
-    carry the same nonce. ``clock`` is the estimate of the server's clock (learnt from its
-    answers), so nonces land inside the server's window whatever this machine's clock says.
+    One source per API key and server serves every client of a runtime (see
+    ``registry.NonceSources``), so two requests never carry the same nonce. ``clock`` is the
+    estimate of the server's clock (learnt from its answers), so nonces land inside the
+    server's window whatever this machine's clock says.
 
     A long burst pushes the counter ahead of the clock; past the lead (``MAX_NONCE_LEAD_MS``,
     less any uncertainty of the estimate that would overrun the server's window), a caller takes
@@ -38,7 +43,7 @@ class NonceSource:
     counts against nothing but the caller's own cancellation.
     """
 
-    __slots__ = ("__weakref__", "_clock", "_generation", "_issued", "_key", "_last", "_lock",
+    __slots__ = ("__weakref__", "_clock", "_generation", "_issued", "_last", "_lock", "_release",
                  "_sleep")
 
     def __init__(
@@ -53,14 +58,24 @@ class NonceSource:
         self._generation = self._clock.generation
         # Clients in several threads (several event loops) may share one key.
         self._lock = threading.Lock()
-        self._key: tuple[str, ServerClock | None] | None = None
+        # Set by the registry that hands the source out: its floors, and the source's key there.
+        self._release: tuple[dict[SourceKey, int], SourceKey] | None = None
 
     def __del__(self) -> None:
         # The registry forgets a source no client holds. Its counter may still be ahead of the
         # clock (a burst): the next source of the same key starts above it, so no value repeats.
-        key = self._key
-        if key is not None:
-            _floors[key] = self._last
+        release = self._release
+        if release is not None:
+            floors, key = release
+            floors[key] = self._last
+
+    def keep_floor_in(self, floors: dict[SourceKey, int], key: SourceKey) -> None:
+        """Start above the floor ``floors`` holds for ``key`` (the last value of an earlier source
+        of the key, let go), and leave this source's own there once it is freed."""
+        floor = floors.pop(key, None)
+        if floor is not None:
+            self._last = self._issued = floor
+        self._release = (floors, key)
 
     @property
     def clock(self) -> ServerClock:
@@ -164,50 +179,9 @@ class NonceSource:
                     return nonce
 
 
-# Sources are kept while a client holds them; a key unused for a while costs nothing.
-_sources: weakref.WeakValueDictionary[tuple[str, ServerClock | None], NonceSource] = (
-    weakref.WeakValueDictionary()
-)
-# The last value of sources that were let go, so that a later source of the same key never draws
-# a value already handed out; dropped once the server-aligned clock has passed them.
-_floors: dict[tuple[str, ServerClock | None], int] = {}
-_sources_lock = threading.Lock()
-
-
 def key_fingerprint(api_key: str, scope: str = "") -> str:
     """A short hash that identifies an API key (and optionally a server) without revealing it."""
     return hashlib.sha256(f"{scope}\0{api_key}".encode()).hexdigest()[:32]
-
-
-def nonce_source_for(api_key: str, clock: ServerClock | None = None) -> NonceSource:
-    """The process-wide nonce source of ``api_key`` at the server whose clock is ``clock``
-    (without one: nonces on this machine's wall clock)."""
-    key = (key_fingerprint(api_key), clock)
-    with _sources_lock:
-        source = _sources.get(key)
-        if source is None:
-            source = NonceSource(clock)
-            floor = _floors.pop(key, None)
-            if floor is not None:
-                source._last = source._issued = floor
-            source._key = key
-            _sources[key] = source
-            if len(_floors) > 64:
-                _forget_passed_floors()
-        return source
-
-
-def _forget_passed_floors() -> None:
-    """Drop the floors the server-aligned clock has passed (called with the lock held).
-
-    A source's finalizer writes its floor without the lock (it may run inside any allocation,
-    this function's included, when the garbage collector frees a client): the floors are read
-    from a copy, and one is dropped only if it is still the value read, with nothing that could
-    run a finalizer between that check and the removal."""
-    for key, floor in _floors.copy().items():
-        clock = key[1] if key[1] is not None else _wall
-        if floor < clock.now_ms() and _floors.get(key) == floor:
-            del _floors[key]
 
 
 class BaseNonceClock:

@@ -36,9 +36,14 @@ class Transport(Protocol):
         headers: Mapping[str, str] | None,
         body: bytes | None,
         timeout: float,
-    ) -> RawResponse: ...
+    ) -> RawResponse:
+        """Send the request (``headers`` and ``body`` as given, signed already) and return the
+        whole answer, within ``timeout`` seconds."""
+        ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release the transport's connections; the client calls it once, when it closes."""
+        ...
 
 
 class ConnectionSlots:
@@ -54,6 +59,7 @@ class ConnectionSlots:
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
     def try_take(self) -> bool:
+        """Take a slot if one is free and no one waits; False otherwise (never waits)."""
         if self.free > 0 and not self._waiters:
             self.free -= 1
             return True
@@ -74,6 +80,7 @@ class ConnectionSlots:
             raise
 
     def release(self) -> None:
+        """Give a slot back: to the first waiter, or to the free ones."""
         waiters = self._waiters
         while waiters:
             waiter = waiters.popleft()

@@ -50,21 +50,8 @@ _UNKNOWN, _CONNECTING, _CONNECTED = 0, 1, 2
 #: task it names, so another task's request is never taken for this one's.
 _request_record: ContextVar[list[Any]] = ContextVar("txc_async_request_record")
 _current_task = asyncio.current_task
-_ClientSession = aiohttp.ClientSession
 _CLOSED_IN_FLIGHT = "the client was closed while the request was in flight"
-_CLIENT_MODULE_FILE = getattr(aiohttp.client, "__file__", None)
 logger = logging.getLogger("txc_async")
-
-
-def _aiohttp_s_own(request_path: Any) -> bool:
-    """``ClientSession._request`` is aiohttp's own, not replaced by a test's mock
-    (``aioresponses`` replaces it): only then may a request be written on the connection
-    directly (see ``_direct.py``), so that a mock sees every request."""
-    code = getattr(request_path, "__code__", None)
-    return (
-        code is not None and code.co_name == "_request"
-        and code.co_filename == _CLIENT_MODULE_FILE
-    )
 
 
 def _own_record() -> list[Any] | None:
@@ -148,22 +135,36 @@ def _peer_closed(connection: Connection) -> bool:
 
 
 class AiohttpTransport(BaseTransport):
-    """A transport over one `aiohttp.ClientSession`, kept for the client's life.
+    """The client's default transport: one `aiohttp.ClientSession`, kept for the client's life.
 
-    The session is created on first use (inside the running loop) unless one is injected; an
-    injected session belongs to the caller and is not closed here. An answer larger than
-    ``max_answer_bytes`` is not read further: the connection is closed and the request fails
-    with [`TransportError`][txc_async.TransportError].
+    The session is made on first use (inside the running loop) unless ``session`` gives one;
+    a session given belongs to the caller and is not closed here, and its requests go through
+    ``ClientSession.request`` so that its cookie jar, trace configs, middlewares, default headers
+    and proxy apply. ``verify_tls`` (True, False or an ``ssl.SSLContext``) and
+    ``max_connections`` set up the session made here.
 
-    Every error is raised outside the ``except`` clause that caught aiohttp's: aiohttp's
-    exceptions carry the request's headers (key, payload, signature), and none of them may be
-    reachable from what the caller gets.
+    ``direct``: the requests of the session made here are written on aiohttp's connections and
+    read by its parser, without the request and response objects of ``ClientSession.request``
+    (about a fifth of a call's CPU, as the documentation's page on the transport tells). That path
+    uses aiohttp's private parts, so it is taken only once they have proven themselves on the
+    session's first request; when they do not, the session's requests go through
+    ``ClientSession.request`` as they would otherwise. ``direct=False`` sends every request
+    through ``ClientSession.request``. A test that replaces part of aiohttp's session (as
+    ``aioresponses`` does) needs it, since the direct path does not go through the part it
+    replaces: ``Client(..., transport=AiohttpTransport(direct=False))``.
+
+    An answer larger than ``max_answer_bytes`` is not read further: the connection is closed and
+    the request fails with [`TransportError`][txc_async.TransportError]. Every error is raised
+    outside the ``except`` clause that caught aiohttp's: aiohttp's exceptions carry the
+    request's headers (key, payload, signature), and none of them may be reachable from what
+    the caller gets.
     """
 
     def __init__(
         self,
         session: aiohttp.ClientSession | None = None,
         *,
+        direct: bool = True,
         verify_tls: bool | ssl.SSLContext = True,
         max_connections: int = 100,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
@@ -174,6 +175,8 @@ class AiohttpTransport(BaseTransport):
             or max_answer_bytes < 1024
         ):
             raise InvalidParameterError("max_answer_bytes", "must be an integer of at least 1024")
+        if not isinstance(direct, bool):
+            raise InvalidParameterError("direct", "must be True or False")
         self.max_answer_bytes = max_answer_bytes
         self._session = session
         self._max_connections = max_connections
@@ -192,12 +195,10 @@ class AiohttpTransport(BaseTransport):
         self._owns_session = session is None
         self._verify_tls = verify_tls
         self._closed = False
+        self._wants_direct = direct
         # The exchanges of the session made here, written on its connections (None: that path
-        # is not taken; see _direct.py).
+        # is not taken; see direct.py).
         self._direct_exchange: DirectExchange | None = None
-        # ClientSession._request as last seen, and whether it is aiohttp's own.
-        self._request_path: Any = None
-        self._direct = False
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -209,13 +210,17 @@ class AiohttpTransport(BaseTransport):
             connector = _Connector(limit=self._max_connections, ssl=self._verify_tls)
             session = aiohttp.ClientSession(connector=connector)
             self._session = session
-            self._direct_exchange = DirectExchange.for_session(session, self.max_answer_bytes)
+            if self._wants_direct:
+                self._direct_exchange = DirectExchange.for_session(session, self.max_answer_bytes)
         return session
 
     async def send(
         self, method: str, url: URL, *, headers: Mapping[str, str] | None, body: bytes | None,
         timeout: float,
     ) -> RawResponse:
+        """Send one request and read its whole answer within ``timeout`` seconds; raises
+        [`TransportError`][txc_async.TransportError] or
+        [`RequestTimeout`][txc_async.RequestTimeout]."""
         session = self._session
         if session is None or self._closed:
             session = self._get_session()
@@ -229,14 +234,7 @@ class AiohttpTransport(BaseTransport):
         if self._owns_session:
             record = [_current_task(), _UNKNOWN]
             _request_record.set(record)
-            request_path = _ClientSession._request
-            if request_path is not self._request_path:
-                self._request_path = request_path
-                self._direct = self._direct_exchange is not None and _aiohttp_s_own(
-                    request_path
-                )
-            if self._direct:
-                direct = self._direct_exchange
+            direct = self._direct_exchange
         try:
             if direct is not None:
                 try:
@@ -284,7 +282,6 @@ class AiohttpTransport(BaseTransport):
     def _leave_direct_path(self, exc: NotReady, record: list[Any] | None) -> None:
         """This session's requests go through ``ClientSession.request`` from now on."""
         self._direct_exchange = None
-        self._direct = False
         if record is not None:
             # The failed path may have had a connection: the request has none yet, and the
             # connector must not take its next for a second one (see _Connector).
@@ -324,6 +321,8 @@ class AiohttpTransport(BaseTransport):
         return payload
 
     async def aclose(self) -> None:
+        """Close the session made here (a session given is left open); no request is sent
+        afterwards."""
         self._closed = True
         session = self._session
         if session is not None and self._owns_session and not session.closed:

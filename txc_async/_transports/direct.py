@@ -11,9 +11,9 @@ verification, the connection limit, the HTTP parser (sizes, decompression, a bod
 with the connection's close) and the deadline's timer.
 
 A session the client makes takes this path; it has no cookie jar worth keeping, no redirects,
-proxies, traces, middlewares or default headers. Any other session, a session whose request
-path a test replaced (aioresponses), or an aiohttp whose parts differ, goes through
-``ClientSession.request`` (see ``AiohttpTransport.send``).
+proxies, traces, middlewares or default headers. Any other session, a transport made with
+``direct=False`` (for a test that mocks aiohttp's session), or an aiohttp whose parts differ, goes
+through ``ClientSession.request`` (see ``AiohttpTransport``).
 
 The parts used here are aiohttp's private ones, so the path proves itself instead of trusting
 their names: a session's first exchange first reads an answer offline with them (the parts that
