@@ -187,8 +187,8 @@ class Operation(Generic[R]):
 
     def wire_params(self, given: Mapping[str, object]) -> dict[str, Any]:
         """The parameters to send for the caller's keywords ``given`` (a keyword given as None
-        is left out): each checked and put under its wire name, the required ones enforced, the
-        rules across them applied.
+        is left out): the required ones enforced first, then each checked and put under its wire
+        name, then the rules across them applied.
 
         Raises [`InvalidParameterError`][txc_async.InvalidParameterError] naming the parameter,
         its message beginning with this operation's name.
@@ -196,6 +196,8 @@ class Operation(Generic[R]):
         wire: dict[str, Any] = {}
         entries = self._entries
         try:
+            if self._required:
+                self._require(given)
             for name, value in given.items():
                 if value is None:
                     continue
@@ -207,8 +209,6 @@ class Operation(Generic[R]):
                 if also:
                     for other in also:
                         wire[other] = value
-            if self._required:
-                self._require(wire)
             if self._rules:
                 for rule in self._rules:
                     rule(wire)
@@ -230,7 +230,7 @@ class Operation(Generic[R]):
         return InvalidParameterError(name, f"is not a parameter of {self.name} (its parameters: "
                                      f"{known})")
 
-    def _require(self, wire: Mapping[str, Any]) -> None:
+    def _require(self, given: Mapping[str, object]) -> None:
         for param in self._required:
-            if param.wire[0] not in wire:
+            if given.get(param.name) is None:
                 raise InvalidParameterError(param.name, f"is required: {param.help}")
