@@ -21,7 +21,6 @@ from ._errors import (
     TxcError,
     ValidationError,
 )
-from ._limiters import base as _limiters_base
 from ._limiters.base import Admission, Limiter, Outcome, RateLimit
 from ._limiters.memory import InProcessLimiter
 from ._limiters.redis import RedisLimiter
@@ -48,6 +47,7 @@ from ._models import (
     Side,
 )
 from ._nonces.clock import LocalClock
+from ._operations import Operation
 from ._retry import RetryPolicy
 from ._runtime import Runtime, current_runtime, use_runtime
 from ._stats import ClientStats
@@ -84,9 +84,15 @@ DEFAULT_BASE_URL = _operations.DEFAULT_BASE_URL
 [`Client`][txc_async.Client]."""
 EU_BASE_URL = _operations.EU_BASE_URL
 """The regional EU deployment of the API, ``https://whitebit.eu`` (the same paths)."""
-DEFAULT_RATE_LIMITS = _limiters_base.DEFAULT_RATE_LIMITS
+DEFAULT_RATE_LIMITS = _operations.DEFAULT_RATE_LIMITS
 """The limit of every scope, as the service documents it: what ``Client(rate_limits=...)``
-overrides."""
+overrides. Derived from the operations (each operation's ``scope`` and ``rate_limit``, see
+[`OPERATIONS`][txc_async.OPERATIONS]) and the service's groups (``"main_account"``, 1,000 per
+10 s; ``"default"``, 10,000 per 10 s)."""
+OPERATIONS = _operations.OPERATIONS
+"""Every operation of the API by its name (a read-only mapping of
+[`Operation`][txc_async.Operation]s): ``txc_async.OPERATIONS["mining_hashrate"].rate_limit``.
+[`Client.call`][txc_async.Client.call] calls any of them by name."""
 SideLiteral: TypeAlias = _models.SideLiteral
 """``side`` of an order as a plain string, ``"buy"`` or ``"sell"`` (the values of
 [`Side`][txc_async.Side]): methods take either, and a type checker refuses any other string."""
@@ -105,6 +111,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_RATE_LIMITS",
     "EU_BASE_URL",
+    "OPERATIONS",
     "Admission",
     "AnswerFormatError",
     "ApiError",
@@ -128,6 +135,7 @@ __all__ = [
     "MockRequest",
     "MockTransport",
     "OAuthToken",
+    "Operation",
     "OrderStatus",
     "OtoOrder",
     "Outcome",

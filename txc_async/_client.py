@@ -1,6 +1,8 @@
-"""The client: thin typed methods that check their arguments and hand them to the pipeline.
+"""The client: thin typed methods that hand their keywords to their operation's declaration,
+which checks them, and the wire's parameters to the pipeline.
 
-endpoint method -> input checks -> pipeline (budget -> signer -> transport -> answer decoder)
+endpoint method -> operation (checks, wire names) -> pipeline (budget -> signer -> transport ->
+answer decoder)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Self, TypedDict, TypeVar, Unpack, get_args
+from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 import aiohttp
 from yarl import URL
@@ -23,7 +25,7 @@ from ._errors import (
     InvalidParameterError,
     client_closed,
 )
-from ._limiters.base import Limiter, RateLimit, merge_rate_limits
+from ._limiters.base import Limiter, RateLimit
 from ._limiters.url import limiter_from_url
 from ._models import (
     CollateralOrder,
@@ -55,10 +57,12 @@ from ._operations import (
     MAX_OFFSET,
     MINING_HASHRATE,
     MINING_REWARDS,
+    OPERATIONS,
     PAGE_LIMIT,
     PING,
     REFRESH_OAUTH_TOKEN,
     Operation,
+    merge_rate_limits,
 )
 from ._paging import walk_offset_pages
 from ._pipeline import Pipeline, RequestRecord
@@ -68,20 +72,7 @@ from ._signing import Signer
 from ._stats import ClientStats
 from ._transports.base import Transport
 from ._transports.default import DEFAULT_MAX_ANSWER_BYTES, AiohttpTransport
-from ._validate import (
-    ACCOUNT_NAME,
-    ACCOUNT_NAME_RULE,
-    CLIENT_ORDER_ID,
-    CLIENT_ORDER_ID_RULE,
-    check_account_filter,
-    check_choice,
-    check_decimal,
-    check_int_range,
-    check_pattern,
-    check_positive_seconds,
-    check_text,
-    check_time_range,
-)
+from ._validate import check_int_range, check_positive_seconds
 
 __all__ = ["Client", "ClientOptions"]
 
@@ -90,16 +81,10 @@ logger = logging.getLogger("txc_async")
 R = TypeVar("R")
 
 
-_MARKET = re.compile(r"[A-Z0-9]{1,20}_[A-Z0-9]{1,20}")
-_TICKER = re.compile(r"[A-Za-z0-9]{1,20}")
 _CREDENTIAL = re.compile(r"[\x21-\x7e]{1,1024}")
 _USER_AGENT = re.compile(r"[\x20-\x7e]{1,200}")
 #: What a limiter must have (the methods of the Limiter protocol the client calls).
 _LIMITER_METHODS = ("try_acquire", "acquire", "conclude", "effective_limit")
-_SIDES = get_args(SideLiteral)
-_POSITION_SIDES = get_args(PositionSideLiteral)
-_INTERVALS = get_args(IntervalLiteral)
-_STP_MODES = get_args(StpLiteral)
 
 
 def _is_loopback(host: str) -> bool:
@@ -429,18 +414,48 @@ class Client:
         auth = "signed" if self._pipeline.signer is not None else "public only"
         return f"Client(base_url={self.base_url!r}, {auth})"
 
-    def _call(self, op: Operation[R], params: Mapping[str, Any]) -> Coroutine[Any, Any, R]:
+    def _call(self, op: Operation[R], keywords: Mapping[str, object]) -> Coroutine[Any, Any, R]:
+        """The pipeline's call of ``op`` with the caller's ``keywords``, which the operation's
+        declaration checks and turns into the wire's parameters."""
         # Not a coroutine itself: the method awaits the pipeline's directly, one level fewer to
-        # resume on every wake-up of the exchange.
+        # resume on every wake-up of the exchange. (``_send`` written out: one call fewer.)
+        params = op.wire_params(keywords)
+        if self._closed:
+            raise client_closed(op.name)
+        return self._pipeline.call(op, params, self._timeout, self._retry)
+
+    def _send(self, op: Operation[R], params: Mapping[str, Any]) -> Coroutine[Any, Any, R]:
+        """The pipeline's call of ``op`` with the wire's ``params``, checked already."""
         if self._closed:
             raise client_closed(op.name)
         return self._pipeline.call(op, params, self._timeout, self._retry)
 
     # -- operations -------------------------------------------------------------------------
 
+    @overload
+    async def call(self, operation: Operation[R], /, **params: object) -> R: ...
+
+    @overload
+    async def call(self, operation: str, /, **params: object) -> object: ...
+
+    async def call(self, operation: Operation[Any] | str, /, **params: object) -> object:
+        """Call any operation of [`txc_async.OPERATIONS`][txc_async.OPERATIONS], by its name or
+        by its [`Operation`][txc_async.Operation], with its parameters as keywords (a keyword
+        given as None is left out); returns the result as the operation decodes it.
+
+        ``await client.call("mining_rewards", account="pool-1", limit=10)`` sends what
+        ``await client.mining_rewards(account="pool-1", limit=10)`` sends. A typed method may
+        add to the decoded result: ``mining_hashrate`` names the account asked for in the empty
+        series of a disabled account, and ``main_balance(ticker=...)`` reads the service's
+        answer for one currency, which ``call`` does not ask for. An unknown operation, or a
+        parameter it does not take, is an
+        [`InvalidParameterError`][txc_async.InvalidParameterError], and nothing is sent.
+        """
+        return await self._call(_operation(operation), params)
+
     async def ping(self) -> bool:
         """True when the API answers ``["pong"]``."""
-        return await self._call(PING, {})
+        return await self._send(PING, {})  # no keywords: nothing to check
 
     async def main_balance(self, *, ticker: str | None = None) -> dict[str, Decimal]:
         """Main-account balance per ticker (assets with zero balance may be missing).
@@ -449,8 +464,7 @@ class Client:
         ticker the service does not know (as it answers one).
         """
         if ticker is None:
-            return await self._call(BALANCE, {})
-        ticker = _check_ticker(ticker)
+            return await self._send(BALANCE, {})  # no keywords: nothing to check
         answer = await self._call(BALANCE_OF_TICKER, {"ticker": ticker})
         if isinstance(answer, Decimal):
             return {ticker: answer}
@@ -471,23 +485,9 @@ class Client:
         offset: int = 0,
     ) -> InvestmentsPage:
         """One page of the fixed-lending investments (B2B partner keys only)."""
-        params = (
-            _investment_filters(id=id, ticker=ticker, status=status)
-            if id is not None or ticker is not None or status is not None
-            else {}
-        )
-        # The usual integers pass with two comparisons; anything else gets the full check.
-        params["limit"] = (
-            limit
-            if type(limit) is int and 1 <= limit <= PAGE_LIMIT
-            else check_int_range("limit", limit, 1, PAGE_LIMIT)
-        )
-        params["offset"] = (
-            offset
-            if type(offset) is int and 0 <= offset <= MAX_OFFSET
-            else check_int_range("offset", offset, 0, MAX_OFFSET)
-        )
-        return await self._call(INVESTMENTS, params)
+        return await self._call(INVESTMENTS, {
+            "id": id, "ticker": ticker, "status": status, "limit": limit, "offset": offset,
+        })
 
     async def iter_investments_history(
         self,
@@ -497,10 +497,10 @@ class Client:
         status: InvestmentStatus | int | None = None,
     ) -> AsyncIterator[Investment]:
         """Every investment matching the filters, page by page."""
-        filters = _investment_filters(id=id, ticker=ticker, status=status)
+        filters = INVESTMENTS.wire_params({"id": id, "ticker": ticker, "status": status})
 
         async def page(limit: int, offset: int) -> tuple[list[Investment], int]:
-            found = await self._call(INVESTMENTS, filters | {"limit": limit, "offset": offset})
+            found = await self._send(INVESTMENTS, filters | {"limit": limit, "offset": offset})
             return found.records, found.limit
 
         async for record in walk_offset_pages(
@@ -535,60 +535,20 @@ class Client:
         connection the error says so, and the caller decides (look the order up by
         ``client_order_id``).
         """
-        params: dict[str, Any] = {
-            "market": check_pattern(
-                "market", market, _MARKET, "must be <BASE>_<QUOTE> in capitals, e.g. 'BTC_USDT'"
-            ),
-            "side": check_choice("side", side, _SIDES, Side),
-            "amount": check_decimal("amount", amount),
-            "price": check_decimal("price", price),
-            "activation_price": check_decimal("activation_price", activation_price),
-        }
-        if stop_loss is not None:
-            params["stopLoss"] = check_decimal("stop_loss", stop_loss)
-        if take_profit is not None:
-            params["takeProfit"] = check_decimal("take_profit", take_profit)
-        if client_order_id is not None:
-            checked = check_pattern(
-                "client_order_id", client_order_id, CLIENT_ORDER_ID, CLIENT_ORDER_ID_RULE
-            )
-            # Under both names: the service reads clientOrderId and silently ignores
-            # client_order_id (whitebit-exchange/docs, openapi/private/http-trade-v4.yaml,
-            # createCollateralStopLimitOrder; the silent drop is stated in that repository's
-            # commit 9116e40), while a server built to the API's first specification reads
-            # client_order_id. Each ignores the name it does not read, so the id reaches either.
-            params["clientOrderId"] = params["client_order_id"] = checked
-        if position_side is not None:
-            params["positionSide"] = check_choice(
-                "position_side", position_side, _POSITION_SIDES, PositionSide
-            )
-        if reduce_only is not None:
-            if not isinstance(reduce_only, bool):
-                raise InvalidParameterError(
-                    "reduce_only", f"must be True or False, not {type(reduce_only).__name__}"
-                )
-            if reduce_only and (stop_loss is not None or take_profit is not None):
-                raise InvalidParameterError(
-                    "reduce_only", "cannot be combined with stop_loss or take_profit (the "
-                    "service refuses a reduce-only order with OTO legs)"
-                )
-            params["reduceOnly"] = reduce_only
-        if stp is not None:
-            params["stp"] = check_choice("stp", stp, _STP_MODES)
-        return await self._call(COLLATERAL_STOP_LIMIT, params)
+        return await self._call(COLLATERAL_STOP_LIMIT, {
+            "market": market, "side": side, "amount": amount, "price": price,
+            "activation_price": activation_price, "stop_loss": stop_loss,
+            "take_profit": take_profit, "client_order_id": client_order_id,
+            "position_side": position_side, "reduce_only": reduce_only, "stp": stp,
+        })
 
     async def create_mining_account(
         self, *, name: str, referral_code: str | None = None
     ) -> MiningAccount:
         """Create a mining-pool account. Never re-sent once it may have reached the server."""
-        params: dict[str, Any] = {
-            "name": check_pattern(
-                "name", name, ACCOUNT_NAME, ACCOUNT_NAME_RULE,
-            )
-        }
-        if referral_code is not None:
-            params["referralCode"] = check_text("referral_code", referral_code, max_length=50)
-        return await self._call(CREATE_MINING_ACCOUNT, params)
+        return await self._call(
+            CREATE_MINING_ACCOUNT, {"name": name, "referral_code": referral_code}
+        )
 
     async def mining_rewards(
         self,
@@ -600,12 +560,9 @@ class Client:
         offset: int | None = None,
     ) -> RewardsPage:
         """One page of mining rewards, newest first (the server's default limit is 30)."""
-        params = _reward_filters(account, start, end)
-        if limit is not None:
-            params["limit"] = check_int_range("limit", limit, 1, PAGE_LIMIT)
-        if offset is not None:
-            params["offset"] = check_int_range("offset", offset, 0, MAX_OFFSET)
-        return await self._call(MINING_REWARDS, params)
+        return await self._call(MINING_REWARDS, {
+            "account": account, "start": start, "end": end, "limit": limit, "offset": offset,
+        })
 
     async def iter_mining_rewards(
         self,
@@ -627,7 +584,7 @@ class Client:
         from ._backfill.ledger import every_reward
         from ._backfill.walk import REWARD_RECORDS
 
-        params = _reward_filters(account, start, end)
+        params = MINING_REWARDS.wire_params({"account": account, "start": start, "end": end})
         if "to" not in params:
             now = int(time.time())
             if params.get("from", 0) > now:
@@ -638,8 +595,9 @@ class Client:
                 yield record
 
     async def _rewards_page(self, records: Operation[R], params: Mapping[str, Any]) -> R:
-        """One page of rewards decoded by ``records`` (typed or wire records), for the walk."""
-        return await self._call(records, params)
+        """One page of rewards decoded by ``records`` (typed or wire records), for the walk;
+        ``params`` are the wire's."""
+        return await self._send(records, params)
 
     async def mining_hashrate(
         self,
@@ -654,16 +612,12 @@ class Client:
 
         An account the service has disabled answers empty data: an empty series.
         """
-        if account is None:
-            raise InvalidParameterError(
-                "account", "is required: the mining account whose hashrate to read"
-            )
-        params = _reward_filters(account, start, end)
-        if interval is not None:
-            params["interval"] = check_choice("interval", interval, _INTERVALS)
-        series = await self._call(MINING_HASHRATE, params)
+        series = await self._call(MINING_HASHRATE, {
+            "account": account, "start": start, "end": end, "interval": interval,
+        })
         if not series.account and not series.hashrate:
-            return Hashrate(params["account"], [])
+            # The declaration requires the account: it was given, and checked.
+            return Hashrate(cast(str, account), [])
         return series
 
     async def refresh_oauth_token(
@@ -671,38 +625,28 @@ class Client:
     ) -> OAuthToken:
         """Exchange a refresh token for a new access token (and a new refresh token; the old one
         stops working). Never re-sent once it may have reached the server."""
-        params = {
-            "client_id": check_text("client_id", client_id, max_length=512),
-            "client_secret": check_text("client_secret", client_secret, max_length=512),
-            "token": check_text("refresh_token", refresh_token, max_length=4096),
-        }
-        return await self._call(REFRESH_OAUTH_TOKEN, params)
+        return await self._call(REFRESH_OAUTH_TOKEN, {
+            "client_id": client_id, "client_secret": client_secret,
+            "refresh_token": refresh_token,
+        })
 
 
-def _investment_filters(
-    *, id: object, ticker: object, status: object
-) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    if id is not None:
-        params["id"] = check_text("id", id, max_length=128)
-    if ticker is not None:
-        params["ticker"] = _check_ticker(ticker)
-    if status is not None:
-        params["status"] = check_choice("status", status, (1, 2), InvestmentStatus)
-    return params
-
-
-def _check_ticker(ticker: object) -> str:
-    return check_pattern("ticker", ticker, _TICKER, "must be 1 to 20 letters or digits")
-
-
-def _reward_filters(account: object, start: object, end: object) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    if account is not None:
-        params["account"] = check_account_filter(account)
-    lo, hi = check_time_range(start, end)
-    if lo is not None:
-        params["from"] = lo
-    if hi is not None:
-        params["to"] = hi
-    return params
+def _operation(operation: object) -> Operation[Any]:
+    """The operation of the catalogue that ``operation`` (a name, or an ``Operation``) is."""
+    if isinstance(operation, str):
+        found = OPERATIONS.get(operation)
+        if found is not None:
+            return found
+        raise InvalidParameterError(
+            "operation", f"unknown operation {operation!r} (txc_async.OPERATIONS names every one)"
+        )
+    if isinstance(operation, Operation):
+        if operation.name in OPERATIONS:
+            return operation
+        raise InvalidParameterError(
+            "operation", f"{operation.name!r} is not an operation of txc_async.OPERATIONS"
+        )
+    raise InvalidParameterError(
+        "operation", f"must be an operation's name or a txc_async.Operation, not "
+        f"{type(operation).__name__}"
+    )

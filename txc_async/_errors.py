@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ._frames import running_operation
-
 __all__ = [
     "AnswerFormatError",
     "ApiError",
@@ -209,11 +207,13 @@ class RequestTimeout(TransportError, asyncio.TimeoutError):
 
 
 class InvalidParameterError(TxcError, ValueError):
-    """A parameter was refused before anything was sent. ``parameter`` names it."""
+    """A parameter was refused before anything was sent. ``parameter`` names it.
+
+    Refused by an operation's checks, it names that operation (``operation``), and its message
+    begins with it.
+    """
 
     def __init__(self, parameter: str, rule: str) -> None:
         self.parameter = parameter
         self.rule = rule
         super().__init__(f"{parameter}: {rule}")
-        # Raised by the checks of an operation, before anything is sent: it names that one.
-        self.operation = running_operation()

@@ -4,10 +4,10 @@ Three places name an error, none of them adding work to a call that succeeds:
 
 - the request pipeline names every error of an exchange with the operation it runs (the
   coroutine operations are named like their wire operation);
-- an argument error, raised by a coroutine operation's own checks before the pipeline starts,
-  names the operation whose code is running (looked up on the stack once the error is made);
+- an argument error is raised by the operation's declaration (``Operation.wire_params``), which
+  names it;
 - an async-generator operation (``iter_...``) names every error raised while it runs, over
-  the name of the wire operation it pages through.
+  the name of the wire operation it pages through (this module).
 """
 
 from __future__ import annotations
@@ -19,15 +19,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import ParamSpec, TypeVar
 
 from ._errors import TxcError
-from ._frames import OPERATION_CODE
 
 __all__ = ["name_operations", "named_iterator"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
 P = ParamSpec("P")
-
-_NOT_OPERATIONS = frozenset({"close", "aclose"})
 
 
 def _generator_naming(
@@ -57,19 +54,14 @@ def named_iterator(
 
 
 def name_operations(cls: C) -> C:
-    """Class decorator: every public coroutine or async-generator method of ``cls`` (its
-    operations) names itself on any [`TxcError`][txc_async.TxcError] raised while it runs.
+    """Class decorator: every public async-generator method of ``cls`` (its walks, ``iter_...``)
+    names itself on any [`TxcError`][txc_async.TxcError] raised while it runs.
 
     A coroutine operation is left as it is (a wrapper would be one more coroutine to resume at
-    every wake-up of every call): its code is recorded, so that an argument error it raises
-    names it, and every other error comes from the request pipeline, which names the wire
-    operation of the same name. An async-generator operation is wrapped.
+    every wake-up of every call): its declaration names its argument errors, and the request
+    pipeline every other.
     """
     for name, member in list(vars(cls).items()):
-        if name.startswith("_") or name in _NOT_OPERATIONS:
-            continue
-        if inspect.iscoroutinefunction(member):
-            OPERATION_CODE[member.__code__] = name
-        elif inspect.isasyncgenfunction(member):
+        if not name.startswith("_") and inspect.isasyncgenfunction(member):
             setattr(cls, name, _generator_naming(name, member))
     return cls

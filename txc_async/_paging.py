@@ -1,5 +1,6 @@
-"""Walking an operation's pages by ``limit`` and ``offset``: when a page is the last, and the walk
-that yields every record of every page up to the deepest offset the API serves."""
+"""Walking an operation's pages by ``limit`` and ``offset``: the service's paging bounds, when a
+page is the last, and the walk that yields every record of every page up to the deepest offset
+the API serves."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ from typing import TypeVar
 
 from ._errors import TxcError
 
-__all__ = ["is_last", "walk_offset_pages"]
+__all__ = ["MAX_OFFSET", "PAGE_LIMIT", "is_last", "walk_offset_pages"]
 
 T = TypeVar("T")
+
+#: Records per request: the most a page of rewards or investments holds.
+PAGE_LIMIT = 100
+#: The deepest offset the paged operations accept.
+MAX_OFFSET = 10_000
 
 
 def is_last(records: Sized, asked: int, used: int) -> bool:

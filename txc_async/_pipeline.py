@@ -224,7 +224,8 @@ class Pipeline:
     ) -> None:
         self.base_url = base_url
         self.urls = {
-            op.name: base_url.with_path(base_url.path.rstrip("/") + op.path) for op in OPERATIONS
+            op.name: base_url.with_path(base_url.path.rstrip("/") + op.path)
+            for op in OPERATIONS.values()
         }
         self.signer = signer
         self.server_clock = server_clock
@@ -251,7 +252,7 @@ class Pipeline:
         self._groups: dict[str, Groups] = {
             op.name: ((op.group, rate_limits[op.group]),)
             if abilities.takes_groups and op.group is not None else ()
-            for op in OPERATIONS
+            for op in OPERATIONS.values()
         }
         self._takes_groups = abilities.takes_groups
         agent = default_user_agent()

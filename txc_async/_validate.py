@@ -1,12 +1,19 @@
-"""Checks every parameter before anything is sent, and turns it into its wire form."""
+"""Checks every parameter before anything is sent, and turns it into its wire form.
+
+The ``check_*`` functions check one value; the factories after them (`int_range`, `pattern`,
+`choice`, `text`) make the `Check` an operation's parameter declares: ``check(name, value)``
+returns the value as sent, or raises `InvalidParameterError` naming ``name``.
+"""
 
 from __future__ import annotations
 
 import enum
 import math
 import re
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from ._errors import InvalidParameterError
 
@@ -15,7 +22,10 @@ __all__ = [
     "ACCOUNT_NAME_RULE",
     "CLIENT_ORDER_ID",
     "CLIENT_ORDER_ID_RULE",
+    "Check",
+    "account_filter",
     "check_account_filter",
+    "check_bool",
     "check_choice",
     "check_decimal",
     "check_int_range",
@@ -24,7 +34,15 @@ __all__ = [
     "check_text",
     "check_time_range",
     "check_timestamp",
+    "choice",
+    "int_range",
+    "pattern",
+    "text",
 ]
+
+#: A parameter's check: ``(name, value) -> the value as sent``; raises
+#: ``InvalidParameterError(name, rule)``.
+Check = Callable[[str, Any], Any]
 
 #: The last second of year 9999 (UTC): the latest Unix time a request may carry.
 MAX_UNIX_TIME = 253402300799
@@ -190,6 +208,8 @@ def check_pattern(name: str, value: object, pattern: re.Pattern[str], rule: str)
 
 def check_timestamp(name: str, value: object) -> int:
     """Unix seconds from an int or a timezone-aware datetime."""
+    if type(value) is int and 0 <= value <= MAX_UNIX_TIME:
+        return value  # the usual case, at once
     if isinstance(value, datetime):
         if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
             raise InvalidParameterError(
@@ -216,3 +236,69 @@ def check_time_range(start: object, end: object) -> tuple[int | None, int | None
     if lo is not None and hi is not None and lo > hi:
         raise InvalidParameterError("start", "must not be after end")
     return lo, hi
+
+
+def check_bool(name: str, value: object) -> bool:
+    """True or False, nothing that merely tests as one (1, "yes")."""
+    if not isinstance(value, bool):
+        raise InvalidParameterError(name, f"must be True or False, not {type(value).__name__}")
+    return value
+
+
+def account_filter(name: str, value: object) -> str:
+    """`check_account_filter` as a `Check`."""
+    # Printable ASCII of a length the filter takes passes at once (an ASCII string is
+    # printable exactly when it holds no control character).
+    if type(value) is str and 0 < len(value) <= 255 and value.isascii() and value.isprintable():
+        return value
+    return check_account_filter(value, name)
+
+
+def int_range(low: int, high: int) -> Check:
+    """The check of an integer within ``low..high`` inclusive."""
+
+    def check(name: str, value: object) -> int:
+        # The usual integers pass with two comparisons; anything else gets the full check.
+        if type(value) is int and low <= value <= high:
+            return value
+        return check_int_range(name, value, low, high)
+
+    return check
+
+
+def pattern(regex: re.Pattern[str], rule: str) -> Check:
+    """The check of a string that matches ``regex`` entirely; ``rule`` says the rule in words."""
+
+    def check(name: str, value: object) -> str:
+        if type(value) is str and regex.fullmatch(value):
+            return value  # the usual case, at once
+        return check_pattern(name, value, regex, rule)
+
+    return check
+
+
+def choice(
+    choices: tuple[str, ...] | tuple[int, ...], kind: type[enum.Enum] | None = None
+) -> Check:
+    """The check of one of ``choices``, or a member of ``kind`` (see `check_choice`)."""
+    accepted = frozenset(choices)
+
+    def check(name: str, value: object) -> object:
+        # A plain str or int among the choices passes at once; an enum member, a bool or
+        # anything else gets the full check.
+        if (type(value) is str or type(value) is int) and value in accepted:
+            return value
+        return check_choice(name, value, choices, kind)
+
+    return check
+
+
+def text(max_length: int, min_length: int = 1) -> Check:
+    """The check of a string of ``min_length..max_length`` characters."""
+
+    def check(name: str, value: object) -> str:
+        if type(value) is str and min_length <= len(value) <= max_length and value.isascii():
+            return value  # the usual case, at once
+        return check_text(name, value, max_length=max_length, min_length=min_length)
+
+    return check

@@ -582,3 +582,55 @@ async def test_an_order_interrupted_while_under_way_exits_3_and_names_its_id(
         assert process.returncode == 3 and out == b""
         assert b"may have taken effect" in err and b"client order id stop-7" in err
         assert sandbox.stats.received[ORDER_PATH] == 1
+
+
+# -- the declarations: flags and the catalogue ---------------------------------------------------
+
+#: Each operation command, and the operation whose parameters are its flags.
+COMMAND_OPERATIONS = {
+    "balance": "main_balance", "investments": "investments_history",
+    "order stop-limit": "collateral_stop_limit_order",
+    "mining create-account": "create_mining_account", "mining rewards": "mining_rewards",
+    "mining hashrate": "mining_hashrate", "oauth refresh": "refresh_oauth_token",
+}
+
+
+def test_an_operation_command_s_flags_are_its_parameters() -> None:
+    import txc_async
+    from txc_async._operations import BALANCE_OF_TICKER
+
+    parsers = {name.removeprefix("txc-async "): parser for name, parser in _parsers()}
+    for command, operation in COMMAND_OPERATIONS.items():
+        op = txc_async.OPERATIONS[operation] if operation != "main_balance" else BALANCE_OF_TICKER
+        actions = {action.dest: action for action in parsers[command]._actions}
+        for param in op.params:
+            if param.secret or command == "oauth refresh":
+                # Secrets, and the OAuth application's values, come from the environment.
+                assert param.name not in actions, (command, param.name)
+                continue
+            action = actions[param.name]
+            assert action.option_strings == ["--" + param.name.replace("_", "-")]
+            assert action.required == param.required, (command, param.name)
+            assert action.help and "\n" not in action.help
+            if param.choices:
+                assert action.choices is not None and len(tuple(action.choices)) == len(
+                    param.choices)
+
+
+def test_the_operations_command_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    import txc_async
+
+    code, out, _ = run(capsys, "operations", "--json")
+    assert code == 0
+    rows = [loads(line) for line in out.splitlines()]
+    assert [row["name"] for row in rows] == list(txc_async.OPERATIONS)
+    hashrate = rows[list(txc_async.OPERATIONS).index("mining_hashrate")]
+    assert hashrate == {
+        "name": "mining_hashrate", "method": "POST", "path": "/api/v4/mining/hashrate",
+        "limit": {"max_requests": 1000, "per_seconds": 10}, "write": False,
+        "summary": txc_async.OPERATIONS["mining_hashrate"].summary,
+    }
+    assert {row["name"] for row in rows if row["write"]} == {
+        "collateral_stop_limit_order", "create_mining_account", "refresh_oauth_token"}
+    code, out, _ = run(capsys, "operations")
+    assert code == 0 and out.splitlines()[0].split("\t")[:3] == ["name", "method", "path"]

@@ -12,9 +12,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "txc_async"
 
 #: Each layer may import the layers before it. A module not named here is refused (name it).
 LAYERS: list[tuple[str, ...]] = [
-    ("_version", "_frames", "_secrets", "_errors", "_models", "_stats", "_validate", "_retry",
-     "_httpdate", "_paging"),
+    ("_version", "_secrets", "_errors", "_models", "_stats", "_validate", "_retry", "_httpdate",
+     "_paging"),
     ("_naming", "_nonces", "_transports", "_answers"),
+    # _operations is a package: the declarations (declaration.py), one module per group of the
+    # service's documentation, and the catalogue with the limits derived from it (__init__.py).
     ("_operations", "_limiters", "_signing", "_runtime"),
     ("_pipeline", "_backfill"),
     ("_export", "_client"),

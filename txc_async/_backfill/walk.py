@@ -15,7 +15,7 @@ import msgspec
 
 from .._errors import TxcError
 from .._models import MiningReward, RewardsPage
-from .._operations import MAX_OFFSET, MINING_REWARDS, PAGE_LIMIT, Auth, Operation
+from .._operations import MAX_OFFSET, MINING_REWARDS, PAGE_LIMIT, Operation
 from .._paging import is_last
 from .._stats import ClientStats
 
@@ -195,15 +195,9 @@ def _all_plain(records: list[WireReward]) -> bool:
 
 
 #: The rewards operation, answering the records of a page as ``MiningReward``s.
-REWARD_RECORDS: Operation[Page[MiningReward]] = Operation(
-    MINING_REWARDS.name, MINING_REWARDS.method, MINING_REWARDS.path, MINING_REWARDS.scope,
-    Auth.SIGNED, MINING_REWARDS.retry_safe, _records,
-)
+REWARD_RECORDS: Operation[Page[MiningReward]] = MINING_REWARDS.with_decoder(_records)
 #: The rewards operation, answering the records of a page as ``WireReward``s (for exports).
-WIRE_RECORDS: Operation[Page[WireReward]] = Operation(
-    MINING_REWARDS.name, MINING_REWARDS.method, MINING_REWARDS.path, MINING_REWARDS.scope,
-    Auth.SIGNED, MINING_REWARDS.retry_safe, _wire_records,
-)
+WIRE_RECORDS: Operation[Page[WireReward]] = MINING_REWARDS.with_decoder(_wire_records)
 
 
 def fixed_fields(record: MiningReward | WireReward) -> tuple[str, int, str]:

@@ -1,25 +1,22 @@
-"""Rate-limit scopes, their documented defaults, and the interface of every limiter backend."""
+"""The interface of every limiter backend: a limit, an admitted request, how it ended, and the
+protocol a backend implements. The limits themselves are the operations' (``_operations``)."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
 from .._validate import check_positive_seconds
 
 __all__ = [
-    "DEFAULT_RATE_LIMITS",
-    "GROUPS",
-    "SCOPES",
     "Admission",
     "BaseLimiter",
     "Groups",
     "Limiter",
     "Outcome",
     "RateLimit",
-    "merge_rate_limits",
 ]
 
 
@@ -40,52 +37,8 @@ class RateLimit:
         check_positive_seconds("per_seconds", self.per_seconds)
 
 
-#: The documented limits of the service, per scope (requests per span of seconds).
-DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = {
-    "public": RateLimit(2000, 10.0),
-    "investments": RateLimit(1000, 10.0),
-    "main_balance": RateLimit(1000, 10.0),
-    "collateral_stop_limit_order": RateLimit(10000, 10.0),
-    "create_mining_account": RateLimit(1000, 10.0),
-    "mining_rewards": RateLimit(1000, 10.0),
-    "mining_hashrate": RateLimit(1000, 10.0),
-    "refresh_oauth_token": RateLimit(1, 1.0),
-    # The service's groups, counted per IP address (whitebit-exchange/docs,
-    # api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
-    # budget, every one outside the listed groups the default one.
-    "main_account": RateLimit(1000, 10.0),
-    "default": RateLimit(10000, 10.0),
-}
-
-#: The group budgets: each operation draws on its own scope and on its group's.
-GROUPS: frozenset[str] = frozenset({"main_account", "default"})
-SCOPES: frozenset[str] = frozenset(DEFAULT_RATE_LIMITS)
-
 #: The group budgets a request draws on besides its scope's: ``(name, limit)`` pairs.
 Groups = tuple[tuple[str, RateLimit], ...]
-
-
-def merge_rate_limits(overrides: Mapping[str, RateLimit] | None) -> dict[str, RateLimit]:
-    """The default limits with ``overrides`` applied; unknown scopes and bad values are refused."""
-    from .._errors import InvalidParameterError
-
-    merged = dict(DEFAULT_RATE_LIMITS)
-    if overrides is not None and not isinstance(overrides, Mapping):
-        raise InvalidParameterError(
-            "rate_limits", "must be a mapping of scope to txc_async.RateLimit, such as "
-            "{'mining_rewards': RateLimit(500, 10)}"
-        )
-    for scope, limit in (overrides or {}).items():
-        if scope not in SCOPES:
-            raise InvalidParameterError(
-                "rate_limits", f"unknown scope {scope!r}; scopes are {', '.join(sorted(SCOPES))}"
-            )
-        if not isinstance(limit, RateLimit):
-            raise InvalidParameterError(
-                "rate_limits", f"the value for {scope!r} must be a txc_async.RateLimit"
-            )
-        merged[scope] = limit
-    return merged
 
 
 class Outcome(enum.Enum):

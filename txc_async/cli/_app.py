@@ -49,6 +49,10 @@ async def _run(args: argparse.Namespace, state: object) -> int:
         from ._backfill import run_backfill
 
         return await run_backfill(args)
+    if args.command == "operations":
+        from ._catalogue import print_catalogue
+
+        return print_catalogue(json_mode=args.json)
     if args.command == "sandbox":
         from ._sandbox import run_sandbox
 

@@ -1,6 +1,7 @@
 """The eight operations of the API as commands: what each calls, and how its result is shown.
 
-Every command hands its flags to the client as they were typed: the client checks them (a bad
+Every command hands its flags to the client as they were typed (the flags of its operation's
+parameters, read from the declaration as the parser made them): the client checks them (a bad
 value is a usage error naming the flag) and builds the request, real or ``--dry-run``.
 """
 
@@ -12,8 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import txc_async
+from txc_async._operations import (
+    BALANCE_OF_TICKER,
+    COLLATERAL_STOP_LIMIT,
+    CREATE_MINING_ACCOUNT,
+    INVESTMENTS,
+    MINING_HASHRATE,
+    MINING_REWARDS,
+    Operation,
+)
 
 from ._arguments import UsageError
+from ._parser import choice_value
 from ._profiles import ConfigError, Settings
 from ._render import Output
 from ._writes import Write, new_client_order_id
@@ -41,16 +52,25 @@ class Invocation:
     notes: list[str] = field(default_factory=list)
 
 
-def _given(**values: object) -> dict[str, Any]:
-    """The keyword arguments whose flags were given."""
-    return {name: value for name, value in values.items() if value is not None}
+def _flags(args: argparse.Namespace, op: Operation[Any]) -> dict[str, Any]:
+    """The keywords of ``op`` whose flags were given, as the client takes them (a status as
+    its enum's member, a switch that is off left out)."""
+    given: dict[str, Any] = {}
+    for param in op.params:
+        value = getattr(args, param.name, None)
+        if value is None or value is False:
+            continue
+        given[param.name] = choice_value(param, value) if param.choices else value
+    return given
 
 
-def _paged(args: argparse.Namespace, filters: dict[str, Any]) -> dict[str, Any]:
-    """The page's limit and offset, refused with ``--all`` (which walks every page)."""
-    if args.all and (args.limit is not None or args.offset is not None):
+def _paged(args: argparse.Namespace, op: Operation[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The page's keywords and the walk's (the page's without its limit and offset); a limit
+    or an offset is refused with ``--all`` (which walks every page)."""
+    page = _flags(args, op)
+    if args.all and ("limit" in page or "offset" in page):
         raise UsageError("--all walks every page: leave out --limit and --offset")
-    return filters | _given(limit=args.limit, offset=args.offset)
+    return page, {name: value for name, value in page.items() if name not in ("limit", "offset")}
 
 
 def _ping(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -65,7 +85,7 @@ def _ping(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 
 def _balance(args: argparse.Namespace, settings: Settings) -> Invocation:
-    ticker: str | None = args.ticker
+    params = _flags(args, BALANCE_OF_TICKER)
 
     def show(output: Output, balance: object) -> int:
         assert isinstance(balance, dict)
@@ -73,15 +93,11 @@ def _balance(args: argparse.Namespace, settings: Settings) -> Invocation:
                       columns=("ticker", "main balance"))
         return 0
 
-    return Invocation(lambda client: client.main_balance(ticker=ticker), show,
-                      frozenset({"ticker"}) if ticker is not None else frozenset())
+    return Invocation(lambda client: client.main_balance(**params), show, frozenset(params))
 
 
 def _investments(args: argparse.Namespace, settings: Settings) -> Invocation:
-    status = {"active": txc_async.InvestmentStatus.ACTIVE,
-              "closed": txc_async.InvestmentStatus.CLOSED}.get(args.status or "")
-    filters = _given(id=args.id, ticker=args.ticker, status=status)
-    page = _paged(args, filters)
+    page, filters = _paged(args, INVESTMENTS)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.investments_history(**page)
@@ -121,13 +137,9 @@ def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocatio
         order_id = new_client_order_id()
         notes.append(f"client order id {order_id} (made up, since none was given: look for "
                      "it if the answer is lost)")
-    params = _given(
-        market=args.market, side=args.side, amount=args.amount, price=args.price,
-        activation_price=args.activation_price, stop_loss=args.stop_loss,
-        take_profit=args.take_profit, client_order_id=order_id,
-        position_side=args.position_side, reduce_only=True if args.reduce_only else None,
-        stp=args.stp,
-    )
+    params = _flags(args, COLLATERAL_STOP_LIMIT)
+    if order_id is not None:
+        params["client_order_id"] = order_id
     write = Write(
         "order stop-limit", "Place this order",
         f"Look for client order id {order_id} among the orders of {args.market} before "
@@ -142,7 +154,7 @@ def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocatio
 
 
 def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invocation:
-    params = _given(name=args.name, referral_code=args.referral_code)
+    params = _flags(args, CREATE_MINING_ACCOUNT)
     write = Write(
         "mining create-account", "Create this mining account",
         f"Check whether it exists before creating it again: txc-async mining hashrate "
@@ -156,8 +168,7 @@ def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invo
 
 
 def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
-    filters = _given(account=args.account, start=args.start, end=args.end)
-    page = _paged(args, filters)
+    page, filters = _paged(args, MINING_REWARDS)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.mining_rewards(**page)
@@ -177,8 +188,7 @@ def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation
 
     if args.plot and args.json:
         raise UsageError("--plot draws the series; leave out --json (or --plot)")
-    params = _given(account=args.account, start=args.start, end=args.end,
-                    interval=args.interval)
+    params = _flags(args, MINING_HASHRATE)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.mining_hashrate(**params)

@@ -1,14 +1,29 @@
 """The command line's grammar: every command, its flags, its help and an example of it.
 
-Built with the standard library's argparse alone, so that ``txc-async --help`` imports nothing
-else; the commands import what they need when they run.
+An operation's flags are its declared parameters (``txc_async._operations``): name, required,
+choices, metavar and help come from each ``Param``; the flags that are not parameters
+(``--all``, ``--plot``, ``--yes``, ``--json``, ``--dry-run``) are written here. Built with the
+standard library's argparse and the declarations alone (no aiohttp), so that ``txc-async
+--help`` starts fast; the commands import what they need when they run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from txc_async._operations import (
+    BALANCE_OF_TICKER,
+    COLLATERAL_STOP_LIMIT,
+    CREATE_MINING_ACCOUNT,
+    INVESTMENTS,
+    MINING_HASHRATE,
+    MINING_REWARDS,
+    Operation,
+    Param,
+)
 from txc_async._version import __version__
 
 from . import _arguments as types
@@ -36,8 +51,70 @@ class LimiterDefault:
         return os.environ.get("TXC_LIMITER") or default_limiter_url()
 
 
+#: The value a flag of each kind shows in the usage line, when its parameter names none.
+_METAVARS = {"text": "TEXT", "integer": "N", "decimal": "A", "time": "DATE"}
+#: Values read by the command line before the client checks them: a date is a day or a moment
+#: here, and a bad account name a usage error of argparse's.
+_TYPES: Mapping[str, Callable[[str], object]] = {
+    "account": types.account, "start": types.start_time, "end": types.end_time,
+}
+_KIND_TYPES: Mapping[str, Callable[[str], object]] = {"integer": types.whole_number}
+#: Where the command line reads a parameter otherwise than the client does.
+_HELP = {
+    "start": "from this day (UTC) or moment, e.g. 2024-01-01 (default: none)",
+    "end": "to the end of this day (UTC) or this moment (default: none)",
+    "client_order_id": "your id of the order, to look it up by (default: one is made up and "
+    "printed before sending)",
+}
+
+
 def _example(*lines: str) -> str:
     return "example:\n\n" + "\n".join(f"  {PROG} {line}" for line in lines)
+
+
+def flag_of(param: Param) -> str:
+    """A parameter's flag: ``--kebab-case`` of its name."""
+    return "--" + param.name.replace("_", "-")
+
+
+def _named_by_members(param: Param) -> bool:
+    # Values that are not words (an investment's status is 1 or 2) go by their members' names.
+    return param.enum is not None and not all(isinstance(v, str) for v in param.choices)
+
+
+def choice_labels(param: Param) -> tuple[str, ...]:
+    """What the command line takes for a parameter of fixed values: the values, or the
+    lowercase names of the enum's members when the values are not words (an investment's
+    status: ``active``, ``closed``)."""
+    if param.enum is not None and _named_by_members(param):
+        return tuple(member.name.lower() for member in param.enum)
+    return tuple(str(value) for value in param.choices)
+
+
+def choice_value(param: Param, label: str) -> object:
+    """What the client takes for ``label``, one of `choice_labels`."""
+    if param.enum is not None and _named_by_members(param):
+        return param.enum[label.upper()]
+    return label
+
+
+def _add_params(sub: Parser, op: Operation[Any]) -> None:
+    """A flag for each parameter of ``op`` (a secret is never taken from a flag)."""
+    for param in op.params:
+        if param.secret:
+            continue
+        text = _HELP.get(param.name, param.help)
+        if param.kind == "boolean":
+            sub.add_argument(flag_of(param), action="store_true", help=text)
+        elif param.choices:
+            sub.add_argument(flag_of(param), required=param.required,
+                             choices=choice_labels(param), help=text)
+        else:
+            sub.add_argument(
+                flag_of(param), required=param.required, help=text,
+                metavar=param.metavar or _METAVARS.get(param.kind, "VALUE"),
+                type=_TYPES.get(param.name) or _KIND_TYPES.get(param.kind, str),
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_reads(commands, common)
     _add_writes(commands, common)
     _add_mining(commands, common)
+    _add_catalogue(commands)
     _add_backfill(commands)
     _add_sandbox(commands)
     _add_demo(commands)
@@ -100,24 +178,16 @@ def _add_reads(commands: argparse._SubParsersAction[Parser],
     _command(commands, "ping", "check that the API answers", "ping", [common], "ping")
     balance = _command(commands, "balance", "print the main-account balance",
                        "balance --ticker BTC", [common], "balance")
-    balance.add_argument("--ticker", metavar="T",
-                         help="only this currency (default: every currency)")
+    _add_params(balance, BALANCE_OF_TICKER)
     investments = _command(
         commands, "investments", "list the fixed-lending investments (B2B partner keys)",
         "investments --status active --all --json", [common], "investments",
     )
-    investments.add_argument("--id", metavar="ID", help="only this investment (default: any)")
-    investments.add_argument("--ticker", metavar="T", help="only this currency (default: any)")
-    investments.add_argument("--status", choices=("active", "closed"),
-                             help="only active or closed ones (default: both)")
-    _add_paging(investments, limit_default=100)
+    _add_params(investments, INVESTMENTS)
+    _add_all(investments)
 
 
-def _add_paging(sub: Parser, *, limit_default: int) -> None:
-    sub.add_argument("--limit", type=types.whole_number, metavar="N",
-                     help=f"records per page, 1 to 100 (default: {limit_default})")
-    sub.add_argument("--offset", type=types.whole_number, metavar="N",
-                     help="records to skip, 0 to 10000 (default: 0)")
+def _add_all(sub: Parser) -> None:
     sub.add_argument("--all", action="store_true",
                      help="walk every page; JSON lines with --json (default: one page)")
 
@@ -132,24 +202,7 @@ def _add_writes(commands: argparse._SubParsersAction[Parser],
         "order stop-limit --market BTC_USDT --side sell --amount 0.01 --price 59000 "
         "--activation-price 60000 --client-order-id protect-1", [common], "order stop-limit",
     )
-    stop.add_argument("--market", required=True, metavar="M", help="e.g. BTC_USDT")
-    stop.add_argument("--side", required=True, choices=("buy", "sell"), help="buy or sell")
-    for flag, meaning in (("--amount", "amount of the base currency"),
-                          ("--price", "limit price"),
-                          ("--activation-price", "price that activates the order")):
-        stop.add_argument(flag, required=True, metavar="A" if flag == "--amount" else "P",
-                          help=f"{meaning}, a decimal")
-    stop.add_argument("--stop-loss", metavar="P", help="stop-loss price (default: none)")
-    stop.add_argument("--take-profit", metavar="P", help="take-profit price (default: none)")
-    stop.add_argument("--client-order-id", metavar="ID",
-                      help="your id of the order, to look it up by (default: one is made up "
-                      "and printed before sending)")
-    stop.add_argument("--position-side", choices=("LONG", "SHORT", "BOTH"),
-                      help="position side (default: the service's)")
-    stop.add_argument("--reduce-only", action="store_true",
-                      help="only reduce an open position (default: not set)")
-    stop.add_argument("--stp", choices=("no", "cb", "cn", "co"),
-                      help="self-trade prevention (default: the service's)")
+    _add_params(stop, COLLATERAL_STOP_LIMIT)
     _add_yes(stop)
 
 
@@ -168,21 +221,17 @@ def _add_mining(commands: argparse._SubParsersAction[Parser],
     create = _command(kinds, "create-account", "create a mining-pool account",
                       "mining create-account --name rig_01 --yes", [common],
                       "mining create-account")
-    create.add_argument("--name", required=True, metavar="NAME",
-                        help="letters, digits and underscores")
-    create.add_argument("--referral-code", metavar="CODE", help="a referral code (default: none)")
+    _add_params(create, CREATE_MINING_ACCOUNT)
     _add_yes(create)
     rewards = _command(kinds, "rewards", "list mining rewards, newest first",
                        "mining rewards --account pool-1 --start 2024-01-01 --all --json",
                        [common], "mining rewards")
-    _add_range(rewards, account_help="only this account (default: every account)")
-    _add_paging(rewards, limit_default=30)
+    _add_params(rewards, MINING_REWARDS)
+    _add_all(rewards)
     hashrate = _command(kinds, "hashrate", "print or plot the hashrate of a mining account",
                         "mining hashrate --account pool-1 --interval 1h --plot", [common],
                         "mining hashrate")
-    _add_range(hashrate, account_help="the mining account", required=True)
-    hashrate.add_argument("--interval", choices=("5m", "1h", "24h"),
-                          help="step of the series (default: the service's, 1h)")
+    _add_params(hashrate, MINING_HASHRATE)
     hashrate.add_argument("--plot", action="store_true",
                           help="draw the series in the terminal (default: a table)")
     oauth = commands.add_parser("oauth", help="OAuth tokens", formatter_class=Help,
@@ -194,13 +243,18 @@ def _add_mining(commands: argparse._SubParsersAction[Parser],
              "--profile main oauth refresh --json", [common], "oauth refresh")
 
 
-def _add_range(sub: Parser, *, account_help: str, required: bool = False) -> None:
-    sub.add_argument("--account", type=types.account, required=required, metavar="A",
-                     help=account_help)
-    sub.add_argument("--start", type=types.start_time, metavar="DATE",
-                     help="from this day (UTC) or moment, e.g. 2024-01-01 (default: none)")
-    sub.add_argument("--end", type=types.end_time, metavar="DATE",
-                     help="to the end of this day (UTC) or this moment (default: none)")
+def _add_catalogue(commands: argparse._SubParsersAction[Parser]) -> None:
+    catalogue = commands.add_parser(
+        "operations", formatter_class=Help, epilog=_example("operations --json"),
+        help="list every operation of the API: name, method, path, rate limit, write",
+        description="List every operation of the API, as the library declares it: its name "
+        "(the client's method, and what client.call takes), method, path, the rate limit the "
+        "service documents for it, and whether it is a write (never sent again once it may "
+        "have reached the server).",
+    )
+    catalogue.add_argument("--json", action="store_true",
+                           help="print JSON lines (default: a table on a terminal, "
+                           "tab-separated lines elsewhere)")
 
 
 def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:

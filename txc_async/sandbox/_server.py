@@ -22,6 +22,7 @@ import msgspec
 from aiohttp import web
 
 from .._limiters.base import RateLimit
+from .._operations import OPERATIONS
 from ._data import InvestmentBook, RewardBook, mix
 
 __all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
@@ -33,26 +34,16 @@ Dialect = Literal["live", "spec"]
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
-PATH_SCOPES: dict[str, str] = {
-    "/api/v4/public/ping": "public",
-    "/api/v4/main-account/balance": "main_balance",
-    "/api/v4/main-account/smart/investments": "investments",
-    "/api/v4/order/collateral/stop-limit": "collateral_stop_limit_order",
-    "/api/v4/mining/accounts/create": "create_mining_account",
-    "/api/v4/mining/rewards": "mining_rewards",
-    "/api/v4/mining/hashrate": "mining_hashrate",
-    "/oauth2/refresh_token": "refresh_oauth_token",
-}
+#: The scope of every path: its operation's, from the declarations (``_operations``).
+PATH_SCOPES: dict[str, str] = {op.path: op.scope for op in OPERATIONS.values()}
 #: The group each path's requests also count against, as the service's rate-limit page lists them
 #: (whitebit-exchange/docs, api-reference/rate-limits.mdx and data/rate-limits.yaml): every path
 #: under /api/v4/main-account/ shares one budget, every path under /api/v4/public/ another, and
-#: every path outside the listed prefixes falls in the default group. The page's fourth group,
-#: /api/v4/trade-account/*, has no path here, so no budget either.
+#: every path outside the listed prefixes falls in the default group (the operations' ``group``;
+#: the client keeps no budget for the public group, which the sandbox calls ``public_group``).
+#: The page's fourth group, /api/v4/trade-account/*, has no path here, so no budget either.
 PATH_GROUPS: dict[str, str] = {
-    path: "main_account" if path.startswith("/api/v4/main-account/")
-    else "public_group" if path.startswith("/api/v4/public/")
-    else "default"
-    for path in PATH_SCOPES
+    op.path: op.group or "public_group" for op in OPERATIONS.values()
 }
 FAULT_KINDS = frozenset({
     "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",

@@ -1,0 +1,113 @@
+"""Every operation of the API, declared once (one module per group of the service's
+documentation), and what derives from the declarations: the catalogue by name, and the rate
+limits of every scope and group."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .._errors import InvalidParameterError
+from .._limiters.base import RateLimit
+from .._paging import MAX_OFFSET, PAGE_LIMIT
+from .collateral import COLLATERAL_STOP_LIMIT
+from .declaration import Auth, Excludes, Kind, NotAfter, Operation, Param, Rule, group_of
+from .main_account import BALANCE, BALANCE_OF_TICKER, INVESTMENTS
+from .mining import CREATE_MINING_ACCOUNT, MINING_HASHRATE, MINING_REWARDS
+from .oauth import REFRESH_OAUTH_TOKEN
+from .public import PING
+
+__all__ = [
+    "BALANCE",
+    "BALANCE_OF_TICKER",
+    "COLLATERAL_STOP_LIMIT",
+    "CREATE_MINING_ACCOUNT",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_RATE_LIMITS",
+    "EU_BASE_URL",
+    "GROUPS",
+    "GROUP_LIMITS",
+    "INVESTMENTS",
+    "MAX_OFFSET",
+    "MINING_HASHRATE",
+    "MINING_REWARDS",
+    "OPERATIONS",
+    "PAGE_LIMIT",
+    "PING",
+    "REFRESH_OAUTH_TOKEN",
+    "SCOPES",
+    "Auth",
+    "Excludes",
+    "Kind",
+    "NotAfter",
+    "Operation",
+    "Param",
+    "Rule",
+    "group_of",
+    "merge_rate_limits",
+]
+
+#: The service (whitebit-exchange/docs: the API's host).
+DEFAULT_BASE_URL = "https://whitebit.com"
+#: The regional EU deployment (same paths).
+EU_BASE_URL = "https://whitebit.eu"
+
+#: Every operation by its name.
+OPERATIONS: Mapping[str, Operation[Any]] = MappingProxyType({
+    op.name: op
+    for op in (
+        PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
+        MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN,
+    )
+})
+
+#: The service's groups, counted per IP address (whitebit-exchange/docs,
+#: api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
+#: budget, every one outside the listed groups the default one. The public group (20,000 per
+#: 10 s) is not kept: no public operation can reach it before its own limit.
+GROUP_LIMITS: Mapping[str, RateLimit] = MappingProxyType({
+    "main_account": RateLimit(1000, 10.0),
+    "default": RateLimit(10000, 10.0),
+})
+
+
+def _scope_limits(operations: Mapping[str, Operation[Any]]) -> dict[str, RateLimit]:
+    """Each operation's scope with its limit; operations sharing a scope must agree on it."""
+    limits: dict[str, RateLimit] = {}
+    for op in operations.values():
+        if limits.setdefault(op.scope, op.rate_limit) != op.rate_limit:
+            raise ValueError(f"scope {op.scope!r}: {op.name} declares another limit")
+    return limits
+
+
+#: The documented limits of the service, per scope and group (requests per span of seconds):
+#: each operation's own, then its groups'.
+DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = MappingProxyType(
+    _scope_limits(OPERATIONS) | dict(GROUP_LIMITS)
+)
+#: The group budgets: each operation draws on its own scope and on its group's.
+GROUPS: frozenset[str] = frozenset(GROUP_LIMITS)
+#: Every scope and group a limit may be given for.
+SCOPES: frozenset[str] = frozenset(DEFAULT_RATE_LIMITS)
+
+
+def merge_rate_limits(overrides: Mapping[str, RateLimit] | None) -> dict[str, RateLimit]:
+    """The default limits with ``overrides`` applied; unknown scopes and bad values are refused."""
+    merged = dict(DEFAULT_RATE_LIMITS)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise InvalidParameterError(
+            "rate_limits", "must be a mapping of scope to txc_async.RateLimit, such as "
+            "{'mining_rewards': RateLimit(500, 10)}"
+        )
+    for scope, limit in (overrides or {}).items():
+        if scope not in SCOPES:
+            raise InvalidParameterError(
+                "rate_limits", f"unknown scope {scope!r}; scopes are {', '.join(sorted(SCOPES))}"
+            )
+        if not isinstance(limit, RateLimit):
+            raise InvalidParameterError(
+                "rate_limits", f"the value for {scope!r} must be a txc_async.RateLimit"
+            )
+        merged[scope] = limit
+    return merged

@@ -1,0 +1,32 @@
+"""The OAuth operations (``/oauth2/*``): form bodies that carry their own credentials."""
+
+from __future__ import annotations
+
+from .._answers.results import AnswerDecoder
+from .._limiters.base import RateLimit
+from .._models import OAuthToken, _OAuthEnvelope
+from .._validate import text
+from .declaration import Auth, Operation, Param
+
+__all__ = ["REFRESH_OAUTH_TOKEN"]
+
+
+def _oauth(answer: _OAuthEnvelope) -> OAuthToken:
+    return answer.data
+
+
+REFRESH_OAUTH_TOKEN: Operation[OAuthToken] = Operation(
+    name="refresh_oauth_token", method="POST", path="/oauth2/refresh_token",
+    auth=Auth.FORM, retry_safe=False,
+    decode=AnswerDecoder(_OAuthEnvelope, _oauth, write=True, secret_answer=True),
+    scope="refresh_oauth_token", rate_limit=RateLimit(1, 1.0), tag="oauth",
+    summary="exchange a refresh token for a new access token (the old one stops working)",
+    params=(
+        Param("client_id", kind="text", required=True, check=text(max_length=512),
+              help="the OAuth application's client id"),
+        Param("client_secret", kind="text", required=True, check=text(max_length=512),
+              secret=True, help="the OAuth application's client secret"),
+        Param("refresh_token", kind="text", wire=("token",), required=True,
+              check=text(max_length=4096), secret=True, help="the refresh token to exchange"),
+    ),
+)
