@@ -27,12 +27,16 @@ _NO_LIMITER_ABILITIES = BaseLimiter()
 class _ScopesOnly:
     """A limiter that keeps scopes only, called as one that takes groups: it is given each
     request's own scope alone (its groups' budgets are not kept), and draws nonces, if it
-    does, by ``key_id``."""
+    does, by ``key_id``. Its other methods are the limiter's own."""
 
-    __slots__ = ("_limiter",)
+    __slots__ = ("_limiter", "aclose", "conclude", "effective_limit")
 
     def __init__(self, limiter: Limiter) -> None:
         self._limiter = limiter
+        # The limiter's own methods, not ones around them: conclude is called for every request.
+        self.conclude = limiter.conclude
+        self.effective_limit = limiter.effective_limit
+        self.aclose = limiter.aclose
 
     def try_acquire(
         self, key_id: str, scope: str, limit: RateLimit, timeout: float, *, groups: Groups = ()
@@ -52,17 +56,6 @@ class _ScopesOnly:
     ) -> Coroutine[Any, Any, Admission]:
         # The limiter's own coroutine, not one around it: a wait for budget resumes one level.
         return self._limiter.acquire(key_id, scope, limit, timeout, nonce_clock)
-
-    def conclude(
-        self, admission: Admission, outcome: Outcome, retry_after: float | None = None
-    ) -> float:
-        return self._limiter.conclude(admission, outcome, retry_after)
-
-    def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:
-        return self._limiter.effective_limit(key_id, scope, limit)
-
-    async def aclose(self) -> None:
-        await self._limiter.aclose()
 
     def __repr__(self) -> str:
         return repr(self._limiter)
