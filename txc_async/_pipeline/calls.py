@@ -12,25 +12,16 @@ from .._operations import Operation
 
 __all__ = ["CallState", "CallsInFlight", "closed_during_call"]
 
-_current_task = asyncio.current_task
-
 
 class CallState:
-    """A call under way: its task, registered with the calls in flight until it leaves them, and
-    what its attempts so far leave to the next attempts and to the call's end."""
+    """What one call's attempts so far leave to the next attempts and to the call's end."""
 
     __slots__ = (
         "attempt", "failures", "first", "headers", "in_flight", "nonce_refused",
-        "rate_limited", "reached", "task",
+        "rate_limited", "reached",
     )
 
-    def __init__(self, calls: CallsInFlight) -> None:
-        task = _current_task()
-        if task is None:  # pragma: no cover - a coroutine always runs in a task under asyncio
-            raise RuntimeError("txc_async calls must run in an asyncio task")
-        calls.tasks.add(task)
-        #: The call's task: what ``close()`` cancels.
-        self.task = task
+    def __init__(self) -> None:
         #: The attempt under way (1 for the first), and how many ended each way that counts
         #: against the retry policy.
         self.attempt = self.failures = self.rate_limited = self.nonce_refused = 0
@@ -58,7 +49,7 @@ class CallsInFlight:
     def __init__(self) -> None:
         #: The pipeline was closed: no call starts or admits a request any more.
         self.closed = False
-        #: The task of every call under way (see `CallState`).
+        #: The task of every call under way, added as it starts.
         self.tasks: set[asyncio.Task[Any]] = set()
         self._ended_by_close: set[asyncio.Task[Any]] = set()
         #: The call of a task has ended (the set's own method: no function of ours to call).

@@ -38,6 +38,7 @@ _DEBUG = logging.DEBUG
 R = TypeVar("R")
 
 _monotonic = time.monotonic
+_current_task = asyncio.current_task
 _SIGNED = Auth.SIGNED
 _FORM = Auth.FORM
 _ANSWERED = Outcome.ANSWERED
@@ -166,8 +167,14 @@ class Pipeline:
         requests, calls, admitter = self.requests, self.calls, self.admitter
         if calls.closed or (signed and requests.signer is None):
             raise _refusal(op, calls.closed)
-        state = CallState(calls)
+        # Registered for close() here, not by a method of the calls: a call of one costs
+        # measurably on every call.
+        task = _current_task()
+        if task is None:  # pragma: no cover - a coroutine always runs in a task under asyncio
+            raise RuntimeError("txc_async calls must run in an asyncio task")
+        calls.tasks.add(task)
         slots = admitter.slots
+        state = CallState()
         try:
             while True:
                 state.attempt += 1
@@ -224,11 +231,11 @@ class Pipeline:
             mask_carried_secrets(exc, op, params, state.headers if signed else None)
             raise
         except asyncio.CancelledError:
-            if calls.ended_by_close_alone(state.task):
+            if calls.ended_by_close_alone(task):
                 raise closed_during_call(op, state.maybe_sent(self._sent_nothing)) from None
             raise
         finally:
-            calls.leave(state.task)
+            calls.leave(task)
             if state.first:
                 admitter.unanswered(state)
 
