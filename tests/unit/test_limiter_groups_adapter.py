@@ -154,6 +154,7 @@ async def test_the_adapter_is_made_once_and_only_for_a_limiter_without_groups() 
     await adapted.aclose()
     assert plain.closed
     client = _client(plain)
-    # Adapted when the client was made.
-    assert client._pipeline.limiter is not plain  # type: ignore[comparison-overlap]
+    # Adapted when the client was made; the client still shows the limiter it was given.
+    assert client._pipeline.admitter.limiter is not plain  # type: ignore[comparison-overlap]
+    assert client._pipeline.limiter is plain  # type: ignore[comparison-overlap]
     await client.close()

@@ -58,7 +58,7 @@ class _ScopesOnly:
         return self._limiter.acquire(key_id, scope, limit, timeout, nonce_clock)
 
     def __repr__(self) -> str:
-        return repr(self._limiter)
+        return f"{type(self).__name__}({self._limiter!r})"
 
 
 def _abilities(limiter: Limiter) -> BaseLimiter:

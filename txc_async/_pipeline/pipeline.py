@@ -117,8 +117,9 @@ class Pipeline:
             nonces=signer.nonces if signer is not None else None, slots=declared.slots,
             calls=self.calls,
         )
-        #: The limiter, as the pipeline calls it (always with groups).
-        self.limiter = self.admitter.limiter
+        #: The limiter the client was given (the admitter calls it with groups, adapted if it
+        #: takes none; how a request ended is told to it the same way either way).
+        self.limiter = limiter
         self.transport = transport
         # Whether the request a task was sending when it ended certainly never left, when the
         # transport can tell (else it may have reached the server).
