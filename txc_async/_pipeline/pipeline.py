@@ -163,7 +163,7 @@ class Pipeline:
     ) -> R:
         """Run ``op`` to its result or its error, retrying as ``retry`` allows. The send stays
         in this one coroutine that runs every attempt (each level of ``await`` is resumed on
-        every wake-up of the exchange); what comes before and after it is in the helpers."""
+        every wake-up of the exchange); what comes before and after it is in the methods below."""
         signed = op.auth is _SIGNED
         requests, calls, admitter = self.requests, self.calls, self.admitter
         if calls.closed or (signed and requests.signer is None):
