@@ -97,7 +97,8 @@ async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, 
                    timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
     session = pipeline.transport._session  # type: ignore[attr-defined]
-    async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
+    url = pipeline.requests.urls[op.name]
+    async with session.post(url, data=body, headers=headers) as response:
         return _LEAN_DECODERS[op.name](await response.read())
 
 
@@ -105,7 +106,8 @@ async def _decoding(pipeline: Pipeline, op: Operation[Any], params: Mapping[str,
                     timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
     session = pipeline.transport._session  # type: ignore[attr-defined]
-    async with session.post(pipeline.urls[op.name], data=body, headers=headers) as response:
+    url = pipeline.requests.urls[op.name]
+    async with session.post(url, data=body, headers=headers) as response:
         return op.decode(await response.read())
 
 
@@ -113,7 +115,7 @@ async def _transport(pipeline: Pipeline, op: Operation[Any], params: Mapping[str
                      timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
     raw = await pipeline.transport.send(
-        op.method, pipeline.urls[op.name], headers=headers, body=body, timeout=timeout
+        op.method, pipeline.requests.urls[op.name], headers=headers, body=body, timeout=timeout
     )
     return decode_answer(raw, op.decode)
 

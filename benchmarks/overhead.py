@@ -25,7 +25,7 @@ import msgspec
 from yarl import URL
 
 import txc_async
-from txc_async._limiters.base import Admission, Outcome, RateLimit
+from txc_async._limiters.base import Admission, BaseLimiter, Groups, Outcome, RateLimit
 from txc_async._models import _Balance
 from txc_async._nonces.clock import MAX_NONCE_LEAD_MS, ServerClock
 from txc_async._nonces.sources import NonceSource
@@ -57,15 +57,19 @@ def answer_at_once(request: MockRequest) -> RawResponse:
     return ANSWER
 
 
-class NoLimiter:
-    """Admits everything and keeps nothing: the limiter taken away."""
+class NoLimiter(BaseLimiter):
+    """Admits everything and keeps nothing: the limiter taken away. It takes groups (and drops
+    them), as the package's limiters do, so that the client calls it as it calls them."""
 
-    def try_acquire(self, key_id: str, scope: str, limit: RateLimit,
-                    timeout: float) -> Admission:
+    takes_groups = True
+
+    def try_acquire(self, key_id: str, scope: str, limit: RateLimit, timeout: float, *,
+                    groups: Groups = ()) -> Admission:
         return Admission(key_id, scope, limit, 0.0, time.monotonic() + timeout)
 
     async def acquire(self, key_id: str, scope: str, limit: RateLimit, timeout: float,
-                      nonce_clock: Callable[[], int] | None = None) -> Admission:
+                      nonce_clock: Callable[[], int] | None = None, *, groups: Groups = (),
+                      nonce_key: str | None = None) -> Admission:
         return self.try_acquire(key_id, scope, limit, timeout)
 
     def conclude(self, admission: Admission, outcome: Outcome,

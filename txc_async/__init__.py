@@ -57,12 +57,12 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._client import Client
-    from ._pipeline import RequestRecord
+    from ._pipeline.recording import RequestRecord
 else:
     # The client and the request pipeline import aiohttp, which takes most of the time of
     # importing the package: they are imported when first used, so that a program that only
     # needs the models, the errors or the command line's help starts without it.
-    _LAZY = {"Client": "._client", "RequestRecord": "._pipeline"}
+    _LAZY = {"Client": "._client", "RequestRecord": "._pipeline.recording"}
 
     def __getattr__(name: str) -> object:
         module = _LAZY.get(name)

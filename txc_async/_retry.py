@@ -58,6 +58,50 @@ class RetryPolicy:
         if not callable(self.random):
             raise InvalidParameterError("random", "must be a callable returning a float in [0, 1)")
 
+    def after_no_answer(
+        self, retry_safe: bool, may_have_reached_server: bool, failures: int
+    ) -> float | None:
+        """After an attempt that got no answer (a connection error, a timeout): the seconds to
+        wait before the next attempt, or None when none follows.
+
+        A read (``retry_safe``) goes again, and so does a write that certainly never reached
+        the server; a write that may have reached it is never sent again. ``failures`` counts
+        the call's earlier attempts that ended in a failure, at most ``max_retries``.
+        """
+        if failures >= self.max_retries or (may_have_reached_server and not retry_safe):
+            return None
+        return self.backoff(failures)
+
+    def after_error_answer(
+        self, retry_safe: bool, failures: int, retry_after: float | None = None
+    ) -> float | None:
+        """After an attempt whose answer is a failure (a 5xx, an undecodable answer): the seconds
+        to wait before the next attempt (``retry_after``, the answer's Retry-After, honoured up
+        to ``max_retry_after``), or None when none follows.
+
+        The answer shows the request reached the server: only a read goes again, while
+        ``failures`` (the call's earlier failed attempts) is below ``max_retries``.
+        """
+        if not retry_safe or failures >= self.max_retries:
+            return None
+        return self.backoff(failures, retry_after)
+
+    def after_rate_limit(self, retry_safe: bool, refused: bool, refusals: int) -> bool:
+        """After a rate-limit refusal: whether another attempt follows, once the budget's pause
+        is over (the pause is the budget's, not set here).
+
+        Any request goes again when the answer shows it was ``refused`` (nothing was executed);
+        a throttling message in a success answer does not show it, and only a read then goes
+        again. ``refusals`` counts the call's earlier ones, at most ``max_rate_limit_retries``.
+        """
+        return refusals < self.max_rate_limit_retries and (refused or retry_safe)
+
+    def after_nonce_refusal(self, refusals: int) -> bool:
+        """After the server refused a nonce (nothing was executed): whether the request is
+        signed again with a fresh nonce and sent at once. ``refusals`` counts the call's earlier
+        ones, at most ``max_nonce_retries``."""
+        return refusals < self.max_nonce_retries
+
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before re-send number ``attempt + 1`` (``attempt`` counts from 0)."""
         delay = min(self.backoff_cap, self.backoff_base * (2.0**attempt))

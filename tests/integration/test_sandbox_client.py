@@ -532,7 +532,7 @@ async def test_a_fresh_process_finding_a_shared_counter_far_ahead_asks_the_serve
                    clock=SystemClock())
     with sqlite3.connect(path) as db:
         db.execute("INSERT INTO nonces (key_id, last) VALUES (?, ?)",
-                   (c._pipeline.nonce_key, int(time.time() * 1000) + 3_600_000))
+                   (c._pipeline.admitter.nonce_key, int(time.time() * 1000) + 3_600_000))
     async with asyncio.timeout(10):
         assert await c.main_balance()
     await c.close()
@@ -545,7 +545,7 @@ async def test_a_fresh_process_finding_a_shared_counter_far_ahead_asks_the_serve
     c = client_for(sandbox, limiter=txc_async.SQLiteLimiter(path), clock=SystemClock())
     with sqlite3.connect(path) as db:
         db.execute("UPDATE nonces SET last = ? WHERE key_id = ?",
-                   (int(time.time() * 1000) + 3_600_000, c._pipeline.nonce_key))
+                   (int(time.time() * 1000) + 3_600_000, c._pipeline.admitter.nonce_key))
     call = asyncio.create_task(c.main_balance())
     await asyncio.sleep(0.3)
     async with asyncio.timeout(2):

@@ -75,7 +75,7 @@ async def test_a_transport_with_only_send_and_aclose_serves() -> None:
             pass
 
     client = txc_async.Client(base_url=BASE, transport=Plain())
-    assert client._pipeline.slots is None
+    assert client._pipeline.admitter.slots is None
     assert client._pipeline._sent_nothing() is False
     assert await client.ping() is True
     await client.close()

@@ -1,0 +1,85 @@
+"""Building requests: each operation's URL, the signature and headers of a request, and what a
+request carried that no error may show."""
+
+from __future__ import annotations
+
+import platform
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from .._errors import TxcError
+from .._operations import OPERATIONS, Auth, Operation
+from .._secrets import mask_secrets
+from .._signing import Signer
+from .._version import __version__
+
+__all__ = ["Requests", "default_user_agent", "mask_carried_secrets"]
+
+_FORM = Auth.FORM
+_SIGNING_HEADERS = ("X-TXC-APIKEY", "X-TXC-PAYLOAD", "X-TXC-SIGNATURE")
+
+
+def default_user_agent() -> str:
+    """``txc_async/<version> (Python <x.y>; aiohttp <x.y>)``."""
+    python = ".".join(platform.python_version_tuple()[:2])
+    aiohttp_version = ".".join(aiohttp.__version__.split(".")[:2])
+    return f"txc_async/{__version__} (Python {python}; aiohttp {aiohttp_version})"
+
+
+class Requests:
+    """Makes the requests of one server and key: the URL of every operation, and the headers
+    and body of each request, signed with the key when it carries a nonce."""
+
+    __slots__ = ("_form_headers", "_plain_headers", "base_url", "signer", "urls", "user_agent")
+
+    def __init__(self, base_url: URL, signer: Signer | None, user_agent: str | None) -> None:
+        self.base_url = base_url
+        self.urls = {
+            op.name: base_url.with_path(base_url.path.rstrip("/") + op.path)
+            for op in OPERATIONS.values()
+        }
+        #: Signs private requests (None: the client serves public operations only).
+        self.signer = signer
+        agent = default_user_agent()
+        self.user_agent = f"{user_agent} {agent}" if user_agent else agent
+        self._plain_headers = {"User-Agent": self.user_agent}
+        self._form_headers = {
+            "User-Agent": self.user_agent,
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+
+    def build(
+        self, op: Operation[Any], params: Mapping[str, Any], nonce: int | None
+    ) -> tuple[URL, Mapping[str, str], bytes | None]:
+        """The URL, headers and body of a request: signed with ``nonce`` (a new one for every
+        attempt), or unsigned when there is none."""
+        url = self.urls[op.name]
+        signer = self.signer
+        if nonce is not None and signer is not None:
+            body, headers = signer.sign(op.path, params, nonce)
+            headers["User-Agent"] = self.user_agent
+            return url, headers, body
+        if op.auth is _FORM:
+            return url, self._form_headers, urllib.parse.urlencode(params).encode()
+        if params:
+            url = url.with_query({k: str(v) for k, v in params.items()})
+        return url, self._plain_headers, None
+
+
+def mask_carried_secrets(
+    exc: TxcError, op: Operation[Any], params: Mapping[str, Any],
+    signed_headers: Mapping[str, str] | None,
+) -> None:
+    """Mask in ``exc`` what a request of ``op`` carried that no error may show (a server may
+    quote what it was sent in its error text): the API key, the signature and payload of its
+    last signed attempt (``signed_headers``), and its secret parameters."""
+    if signed_headers is None and not op.secret_params:
+        return
+    secrets = [str(params[name]) for name in op.secret_params if name in params]
+    if signed_headers is not None:
+        secrets += [signed_headers.get(name, "") for name in _SIGNING_HEADERS]
+    mask_secrets(exc, secrets)
