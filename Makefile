@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed-project
 DEV_INSTALLED := $(VENV)/.installed-dev
 
-.PHONY: test demo lint docs bench soak clean
+.PHONY: test demo lint docs bench soak clean generate
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,3 +53,7 @@ bench: $(DEV_INSTALLED)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache site docs/_build
+
+## make generate: rewrite the generated declarations and answer models from generator/facts.json
+generate:
+	python3 generator/generate.py

@@ -24,6 +24,7 @@ __all__ = [
     "CLIENT_ORDER_ID_RULE",
     "Check",
     "account_filter",
+    "array_of",
     "check_account_filter",
     "check_bool",
     "check_choice",
@@ -37,6 +38,7 @@ __all__ = [
     "choice",
     "int_range",
     "pattern",
+    "record",
     "text",
 ]
 
@@ -300,5 +302,47 @@ def text(max_length: int, min_length: int = 1) -> Check:
         if type(value) is str and min_length <= len(value) <= max_length and value.isascii():
             return value  # the usual case, at once
         return check_text(name, value, max_length=max_length, min_length=min_length)
+
+    return check
+
+
+def array_of(item: Check, *, min_items: int = 0, max_items: int = 1000) -> Check:
+    """The check of a list (or tuple) of ``min_items..max_items`` values, each checked by
+    ``item`` (named ``name[i]`` when refused); sent as a list."""
+
+    def check(name: str, value: object) -> list[Any]:
+        if not isinstance(value, list | tuple):
+            raise InvalidParameterError(name, f"must be a list, not {type(value).__name__}")
+        if not min_items <= len(value) <= max_items:
+            raise InvalidParameterError(
+                name, f"must hold {min_items} to {max_items} values, got {len(value)}"
+            )
+        return [item(f"{name}[{index}]", entry) for index, entry in enumerate(value)]
+
+    return check
+
+
+def record(fields: dict[str, Check], required: tuple[str, ...] = ()) -> Check:
+    """The check of a mapping whose keys are the wire's names: each of ``fields`` checked by
+    its check (named ``name.key`` when refused), the ``required`` ones present, no other key,
+    a value given as None left out; sent as a dict."""
+
+    def check(name: str, value: object) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise InvalidParameterError(name, f"must be a dict, not {type(value).__name__}")
+        wire: dict[str, Any] = {}
+        for key, entry in value.items():
+            if entry is None:
+                continue
+            field_check = fields.get(key) if isinstance(key, str) else None
+            if field_check is None:
+                raise InvalidParameterError(
+                    name, f"has no field {key!r} (its fields: {', '.join(fields)})"
+                )
+            wire[key] = field_check(f"{name}.{key}", entry)
+        for key in required:
+            if key not in wire:
+                raise InvalidParameterError(f"{name}.{key}", "is required")
+        return wire
 
     return check

@@ -13,10 +13,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "txc_async"
 #: Each layer may import the layers before it. A module not named here is refused (name it).
 LAYERS: list[tuple[str, ...]] = [
     ("_version", "_secrets", "_errors", "_models", "_stats", "_validate", "_retry", "_httpdate",
-     "_paging"),
+     "_paging", "_models_generated"),
     ("_naming", "_nonces", "_transports", "_answers"),
     # _operations is a package: the declarations (declaration.py), one module per group of the
-    # service's documentation, and the catalogue with the limits derived from it (__init__.py).
+    # service's documentation, and the catalogue with the limits derived from it (__init__.py);
+    # generated/ the declarations generator/generate.py writes, overrides.py its corrections,
+    # answers.py the decoders that import a group's models (_models_generated/) when first used.
     ("_operations", "_limiters", "_signing", "_runtime"),
     ("_pipeline", "_backfill"),
     ("_export", "_client"),

@@ -13,6 +13,7 @@ from .._limiters.base import RateLimit
 from .._paging import MAX_OFFSET, PAGE_LIMIT
 from .collateral import COLLATERAL_STOP_LIMIT
 from .declaration import Auth, Excludes, Kind, NotAfter, Operation, Param, Rule, group_of
+from .generated import GENERATED
 from .main_account import BALANCE, BALANCE_OF_TICKER, INVESTMENTS
 from .mining import CREATE_MINING_ACCOUNT, MINING_HASHRATE, MINING_REWARDS
 from .oauth import REFRESH_OAUTH_TOKEN
@@ -53,21 +54,28 @@ DEFAULT_BASE_URL = "https://whitebit.com"
 #: The regional EU deployment (same paths).
 EU_BASE_URL = "https://whitebit.eu"
 
-#: Every operation by its name.
+#: Every operation by its name: the ones declared by hand first, then every operation of the
+#: documents by its generated name (``generated/``), where the hand-declared ones appear again
+#: under their generated names (``get_main_balance`` is ``main_balance``: the same object).
 OPERATIONS: Mapping[str, Operation[Any]] = MappingProxyType({
-    op.name: op
-    for op in (
-        PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
-        MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN,
-    )
+    **{
+        op.name: op
+        for op in (
+            PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
+            MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN,
+        )
+    },
+    **GENERATED,
 })
 
 #: The service's groups, counted per IP address (whitebit-exchange/docs,
 #: api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
-#: budget, every one outside the listed groups the default one. The public group (20,000 per
-#: 10 s) is not kept: no public operation can reach it before its own limit.
+#: budget, every one under /api/v4/trade-account/ another, every one outside the listed groups
+#: the default one. The public group (20,000 per 10 s) is not kept: no public operation can
+#: reach it before its own limit (2,000 at most).
 GROUP_LIMITS: Mapping[str, RateLimit] = MappingProxyType({
     "main_account": RateLimit(1000, 10.0),
+    "trade_account": RateLimit(12000, 10.0),
     "default": RateLimit(10000, 10.0),
 })
 

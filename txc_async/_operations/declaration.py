@@ -20,7 +20,7 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 #: What a parameter holds, as the command line and the documentation read it.
-Kind = Literal["text", "integer", "decimal", "time", "boolean", "choice"]
+Kind = Literal["text", "integer", "decimal", "time", "boolean", "choice", "list", "object"]
 #: A rule across parameters, given the wire's parameters once each is checked.
 _BoundRule = Callable[[Mapping[str, Any]], None]
 
@@ -31,6 +31,7 @@ class Auth(Enum):
     NONE = "none"  # public GET
     SIGNED = "signed"  # JSON body signed with the API key and secret
     FORM = "form"  # form body carrying its own credentials (OAuth)
+    BEARER = "bearer"  # an OAuth access token or a JWT as a bearer header (not sent yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +114,14 @@ Rule = NotAfter | Excludes
 def group_of(path: str) -> str | None:
     """The service's rate-limit group of a path (whitebit-exchange/docs,
     api-reference/rate-limits.mdx; counted per IP address): ``main_account`` for
-    ``/api/v4/main-account/*``, ``default`` for every path outside the listed groups, and None
+    ``/api/v4/main-account/*``, ``trade_account`` for ``/api/v4/trade-account/*``, ``default``
+    for every path outside the listed groups, and None
     for ``/api/v4/public/*``, whose group (20,000 per 10 s) no operation here can reach before
     its own limit (ping: 2,000)."""
     if path.startswith("/api/v4/main-account/"):
         return "main_account"
+    if path.startswith("/api/v4/trade-account/"):
+        return "trade_account"
     if path.startswith("/api/v4/public/"):
         return None
     return "default"
@@ -141,7 +145,9 @@ class Operation(Generic[R]):
     against (from its path; None for the public group). ``tag`` is the documentation's group of
     operations (``"main_account"``, ``"mining"``, ...), ``summary`` says what it does in one
     line. ``params`` are its parameters, ``rules`` the rules across them, and
-    ``secret_params`` the wire names of the secret ones.
+    ``secret_params`` the wire names of the secret ones. ``unsendable`` says why this version
+    cannot send it as the service expects (empty when it can): a call is then refused before
+    anything is sent.
 
     [`wire_params`][txc_async.Operation.wire_params] turns a caller's keywords into what is
     sent; [`with_decoder`][txc_async.Operation.with_decoder] makes a variant that decodes its
@@ -160,6 +166,7 @@ class Operation(Generic[R]):
     summary: str
     params: tuple[Param, ...] = ()
     rules: tuple[Rule, ...] = ()
+    unsendable: str = ""
     group: str | None = field(init=False)
     secret_params: tuple[str, ...] = field(init=False)
     _entries: dict[str, _Entry] = field(init=False, repr=False, compare=False)
@@ -196,6 +203,10 @@ class Operation(Generic[R]):
         wire: dict[str, Any] = {}
         entries = self._entries
         try:
+            if self.unsendable:
+                raise InvalidParameterError(
+                    "operation", f"cannot be sent by this version: {self.unsendable}"
+                )
             if self._required:
                 self._require(given)
             for name, value in given.items():

@@ -25,7 +25,8 @@ def catalogue() -> list[dict[str, Plain]]:
             "write": not op.retry_safe,
             "summary": op.summary,
         }
-        for op in OPERATIONS.values()
+        # Once each: an operation declared by hand is also listed under its generated name.
+        for op in {id(op): op for op in OPERATIONS.values()}.values()
     ]
 
 
