@@ -5,6 +5,7 @@ model (amounts as Decimal), floats refused as amounts, and every write never sen
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -232,14 +233,18 @@ async def test_call_sends_the_method_the_path_and_the_wire_names(name: str) -> N
     _, server = await call(name, body, BY_NAME[name]["answer"]["status"], **params)
     (request,) = server.requests
     assert request.method == op.method
-    assert request.url.path == op.path
     expected = op.wire_params(params)
     assert set(expected) == {p.wire[0] for p in op.params if p.required}
+    # A parameter of the path (``{market}``) is sent in the path, and only there.
+    path = op.path
+    for part in re.findall(r"\{(\w+)\}", op.path):
+        path = path.replace("{" + part + "}", str(expected.pop(part)))
+    assert request.url.path == path
     if op.auth is Auth.SIGNED:
         assert request.headers is not None and "X-TXC-SIGNATURE" in request.headers
         assert request.body is not None
         sent = json.loads(request.body)
-        assert sent["request"] == op.path and "nonce" in sent
+        assert sent["request"] == path and "nonce" in sent
         signing = ("request", "nonce", "nonceWindow")
         assert {k: v for k, v in sent.items() if k not in signing} == expected
     elif op.auth is Auth.FORM:
@@ -338,3 +343,15 @@ def test_a_value_the_documents_do_not_list_still_decodes() -> None:
                          b'"base_volume": "2", "trade_timestamp": 1, "type": "lend", '
                          b'"rpi": false}]')
     assert trade.type == "lend" and trade.price == Decimal("1.5")
+
+
+async def test_a_path_parameter_is_quoted_whole_into_the_path() -> None:
+    body = json.dumps({"ticker_id": "BTC_USDT", "timestamp": 1, "asks": [], "bids": []})
+    _, server = await call("orderbook", body.encode(), 200, market="BTC_USDT", limit=5)
+    (request,) = server.requests
+    assert request.url.raw_path == "/api/v4/public/orderbook/BTC_USDT"
+    assert dict(request.url.query) == {"limit": "5"}
+    # A value that would leave its part of the path stays inside it.
+    _, server = await call("trades", b"[]", 200, market="../../private")
+    (request,) = server.requests
+    assert request.url.raw_path == "/api/v4/public/trades/..%2F..%2Fprivate"

@@ -141,12 +141,6 @@ NOT_DECIMAL: frozenset[str] = frozenset({
 #: Operations this version declares but cannot send as the service expects; a call is refused
 #: before anything is sent, with the reason.
 UNSENDABLE: dict[str, str] = {
-    # openapi/public/http-v4.yaml: the market is a part of the path, which the request
-    # pipeline does not fill in yet
-    "orderbook": "its path holds the market, which this version does not fill in",
-    "orderbook_depth": "its path holds the market, which this version does not fill in",
-    "trades": "its path holds the market, which this version does not fill in",
-    "funding_history": "its path holds the market, which this version does not fill in",
     # openapi/private/main_api_v4.yaml, /api/card-token: a JWT Authorization header and its
     # own host, https://fgw.whitebit.com
     "issue_card_token": "it needs a JWT bearer token and the host https://fgw.whitebit.com",

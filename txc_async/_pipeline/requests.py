@@ -4,6 +4,7 @@ request carried that no error may show."""
 from __future__ import annotations
 
 import platform
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,8 @@ from .._version import __version__
 __all__ = ["Requests", "default_user_agent", "mask_carried_secrets"]
 
 _FORM = Auth.FORM
+#: A parameter of a path: ``{market}``.
+_PATH_PARAM = re.compile(r"\{(\w+)\}")
 _SIGNING_HEADERS = ("X-TXC-APIKEY", "X-TXC-PAYLOAD", "X-TXC-SIGNATURE")
 
 
@@ -34,13 +37,22 @@ class Requests:
     """Makes the requests of one server and key: the URL of every operation, and the headers
     and body of each request, signed with the key when it carries a nonce."""
 
-    __slots__ = ("_form_headers", "_plain_headers", "base_url", "signer", "urls", "user_agent")
+    __slots__ = (
+        "_form_headers", "_path_params", "_plain_headers", "base_url", "signer", "urls",
+        "user_agent",
+    )
 
     def __init__(self, base_url: URL, signer: Signer | None, user_agent: str | None) -> None:
         self.base_url = base_url
         self.urls = {
             op.name: base_url.with_path(base_url.path.rstrip("/") + op.path)
             for op in OPERATIONS.values()
+        }
+        #: The operations whose path holds parameters (``/public/orderbook/{market}``), with
+        #: their names: their URL is made per request.
+        self._path_params = {
+            op.name: tuple(_PATH_PARAM.findall(op.path))
+            for op in OPERATIONS.values() if "{" in op.path
         }
         #: Signs private requests (None: the client serves public operations only).
         self.signer = signer
@@ -57,10 +69,14 @@ class Requests:
     ) -> tuple[URL, Mapping[str, str], bytes | None]:
         """The URL, headers and body of a request: signed with ``nonce`` (a new one for every
         attempt), or unsigned when there is none."""
-        url = self.urls[op.name]
+        path_params = self._path_params.get(op.name)
+        if path_params is None:
+            url, path = self.urls[op.name], op.path
+        else:
+            url, path, params = self._filled(op.path, path_params, params)
         signer = self.signer
         if nonce is not None and signer is not None:
-            body, headers = signer.sign(op.path, params, nonce)
+            body, headers = signer.sign(path, params, nonce)
             headers["User-Agent"] = self.user_agent
             return url, headers, body
         if op.auth is _FORM:
@@ -68,6 +84,22 @@ class Requests:
         if params:
             url = url.with_query({k: str(v) for k, v in params.items()})
         return url, self._plain_headers, None
+
+
+    def _filled(
+        self, template: str, names: tuple[str, ...], params: Mapping[str, Any]
+    ) -> tuple[URL, str, Mapping[str, Any]]:
+        """The URL and path of an operation whose path holds parameters, and the parameters left
+        for the query or the body. Each value is quoted whole (a ``/`` in it cannot reach
+        another path)."""
+        path = template
+        for name in names:
+            path = path.replace(
+                "{" + name + "}", urllib.parse.quote(str(params[name]), safe="")
+            )
+        rest = {key: value for key, value in params.items() if key not in names}
+        url = self.base_url.with_path(self.base_url.raw_path.rstrip("/") + path, encoded=True)
+        return url, path, rest
 
 
 def mask_carried_secrets(

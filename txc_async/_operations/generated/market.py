@@ -73,7 +73,6 @@ ORDERBOOK: Operation[schemas.OrderbookResponse] = Operation(
             help="an integer from 0 to 10 (default: 0)",
         ),
     ),
-    unsendable="its path holds the market, which this version does not fill in",
 )
 ORDERBOOK_DEPTH: Operation[schemas.OrderbookResponse] = Operation(
     name="orderbook_depth", method="GET", path="/api/v4/public/orderbook/depth/{market}",
@@ -87,7 +86,6 @@ ORDERBOOK_DEPTH: Operation[schemas.OrderbookResponse] = Operation(
             help="text, 1 to 1024 characters, e.g. BTC_USDT",
         ),
     ),
-    unsendable="its path holds the market, which this version does not fill in",
 )
 TRADES: Operation[list[models.TradesAnswerItem]] = Operation(
     name="trades", method="GET", path="/api/v4/public/trades/{market}", auth=Auth.NONE,
@@ -103,7 +101,6 @@ TRADES: Operation[list[models.TradesAnswerItem]] = Operation(
             choices=("buy", "sell"), help="one of 'buy', 'sell' (default: the service's)",
         ),
     ),
-    unsendable="its path holds the market, which this version does not fill in",
 )
 FEE: Operation[dict[str, schemas.PublicFeeInfo]] = Operation(
     name="fee", method="GET", path="/api/v4/public/fee", auth=Auth.NONE, retry_safe=True,
@@ -155,7 +152,6 @@ FUNDING_HISTORY: Operation[list[models.FundingHistoryAnswerItem]] = Operation(
             help="an integer from 0 to 1000000 (default: 0)",
         ),
     ),
-    unsendable="its path holds the market, which this version does not fill in",
 )
 MINING_POOL: Operation[models.MiningPoolAnswer] = Operation(
     name="mining_pool", method="GET", path="/api/v4/public/mining-pool", auth=Auth.NONE,
