@@ -368,7 +368,7 @@ async def test_a_number_beyond_what_a_decimal_holds_is_an_unreadable_answer() ->
             decode(answer)
 
 
-async def test_a_call_ended_by_an_unforeseen_error_in_decoding_still_settles_its_budget(
+async def test_a_call_ended_by_an_unforeseen_error_in_decoding_still_concludes_its_admission(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Should decoding ever raise what nothing foresaw, the answered request does not stay
