@@ -97,7 +97,7 @@ async def _methods(pipeline: Pipeline, op: Operation[Any], params: Mapping[str, 
                    timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
     session = pipeline.transport._session  # type: ignore[attr-defined]
-    url = pipeline.requests.urls[op.name]
+    url = pipeline.requests.url(op)
     async with session.post(url, data=body, headers=headers) as response:
         return _LEAN_DECODERS[op.name](await response.read())
 
@@ -106,7 +106,7 @@ async def _decoding(pipeline: Pipeline, op: Operation[Any], params: Mapping[str,
                     timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
     session = pipeline.transport._session  # type: ignore[attr-defined]
-    url = pipeline.requests.urls[op.name]
+    url = pipeline.requests.url(op)
     async with session.post(url, data=body, headers=headers) as response:
         return op.decode(await response.read())
 
@@ -115,7 +115,7 @@ async def _transport(pipeline: Pipeline, op: Operation[Any], params: Mapping[str
                      timeout: float, retry: RetryPolicy) -> Any:
     body, headers = await _signed(pipeline, op, params)
     raw = await pipeline.transport.send(
-        op.method, pipeline.requests.urls[op.name], headers=headers, body=body, timeout=timeout
+        op.method, pipeline.requests.url(op), headers=headers, body=body, timeout=timeout
     )
     return decode_answer(raw, op.decode)
 

@@ -425,6 +425,7 @@ class Declared:
     const: str
     lines: list[str]
     result: str
+    limit: tuple[int, float]
 
 
 def declaration(op: dict[str, Any], group: str, models: Models, module: ModelModule) -> Declared:
@@ -474,7 +475,7 @@ def declaration(op: dict[str, Any], group: str, models: Models, module: ModelMod
     lines.append(")")
     if wire_expr is not None:
         module_wire[name] = wire_expr
-    return Declared(const, lines, result)
+    return Declared(const, lines, result, (limit['requests'], float(limit['seconds'])))
 
 
 module_wire: dict[str, str] = {}
@@ -677,6 +678,7 @@ def generate() -> dict[Path, str]:
         groups.setdefault(group_of_operation(op), []).append(op)
     files: dict[Path, str] = {}
     catalogue: list[tuple[str, str, str]] = []  # name, group, const (or alias)
+    limits: dict[str, tuple[int, float]] = {}
     for group in sorted(groups):
         module = ModelModule(group)
         module_wire.clear()
@@ -688,6 +690,7 @@ def generate() -> dict[Path, str]:
             d = declaration(op, group, models, module)
             declared.append(d)
             catalogue.append((op["name"], group, d.const))
+            limits[op["name"]] = d.limit
         if not declared:
             continue
         wire = dict(module_wire)
@@ -706,7 +709,13 @@ def generate() -> dict[Path, str]:
         f'"""The answer models of the generated operations, one module per group, imported when '
         f'an\nanswer of the group is first read.\n\n{HEADER.format(source=source)}\n"""\n'
     )
-    files[DECLARATIONS / "__init__.py"] = render_catalogue(catalogue, source)
+    files[DECLARATIONS / "__init__.py"] = (
+        f'"""The declarations of every operation of the documents, one module per group of the\n'
+        f"documentation; `index` says where each is, `all_operations` holds them all.\n\n"
+        f'{HEADER.format(source=source)}\n"""\n'
+    )
+    files[DECLARATIONS / "all_operations.py"] = render_catalogue(catalogue, source)
+    files[DECLARATIONS / "index.py"] = render_index(catalogue, limits, source)
     return files
 
 
@@ -745,6 +754,32 @@ def render_catalogue(catalogue: list[tuple[str, str, str]], source: str) -> str:
                                                         f"        {group}.{const}", "    ),"]
         else:
             lines.append(f"    {literal(name)}: {HAND[const][1]},  # by hand")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_index(
+    catalogue: list[tuple[str, str, str]], limits: dict[str, tuple[int, float]], source: str
+) -> str:
+    """What the catalogue needs before any group's declarations load: where each generated
+    operation is declared, and each one's scope limit."""
+    lines = ['"""Where each generated operation is declared, and the limit of its scope: what the',
+             "catalogue needs before any group's declarations are loaded (they load on first use).",
+             "", HEADER.format(source=source), '"""', "", "from __future__ import annotations",
+             "", '__all__ = ["LIMITS", "WHERE"]', "",
+             "#: Every generated name, in the facts' order: the module of ``generated/`` and the",
+             "#: constant declaring it, or ``(\"\", name)`` for an operation declared by hand.",
+             "WHERE: dict[str, tuple[str, str]] = {"]
+    for name, group, const in catalogue:
+        line = f"    {literal(name)}: ({literal(group)}, {literal(const)}),"
+        lines += [line] if len(line) <= WIDTH else [
+            f"    {literal(name)}: (", f"        {literal(group)}, {literal(const)}", "    ),"]
+    lines += ["}", "",
+              "#: The documented limit of each generated operation's scope (requests, seconds).",
+              "LIMITS: dict[str, tuple[int, float]] = {"]
+    for name in limits:
+        requests, seconds = limits[name]
+        lines.append(f"    {literal(name)}: ({requests}, {seconds!r}),")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

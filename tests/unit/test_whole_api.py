@@ -17,7 +17,7 @@ import pytest
 import txc_async
 from txc_async import InvalidParameterError, MockRequest, MockTransport, Operation
 from txc_async._operations import Auth, overrides
-from txc_async._operations.generated import GENERATED
+from txc_async._operations.generated.all_operations import GENERATED
 
 FACTS = json.loads((Path(__file__).resolve().parents[2] / "generator" / "facts.json").read_text())
 BY_NAME: dict[str, dict[str, Any]] = {op["name"]: op for op in FACTS["operations"]}
@@ -355,3 +355,26 @@ async def test_a_path_parameter_is_quoted_whole_into_the_path() -> None:
     _, server = await call("trades", b"[]", 200, market="../../private")
     (request,) = server.requests
     assert request.url.raw_path == "/api/v4/public/trades/..%2F..%2Fprivate"
+
+
+def test_the_catalogue_loads_a_group_s_declarations_when_one_of_them_is_first_looked_up() -> None:
+    import subprocess
+    import sys
+
+    program = (
+        "import sys, txc_async\n"
+        "loaded = lambda: sorted(m.rsplit('.', 1)[1] for m in sys.modules\n"
+        "                        if m.startswith('txc_async._operations.generated.')\n"
+        "                        and not m.endswith(('.index',)))\n"
+        "print(loaded())\n"
+        "names = list(txc_async.OPERATIONS)\n"
+        "print(len(names), 'create_limit_order' in txc_async.OPERATIONS, loaded())\n"
+        "print(txc_async.OPERATIONS['create_limit_order'].path, loaded())\n"
+        "print(len({id(op) for op in txc_async.OPERATIONS.values()}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0] == "[]"
+    assert out[1] == "135 True []"
+    assert out[2] == "/api/v4/order/new ['spot']"
+    assert out[3] == "129"

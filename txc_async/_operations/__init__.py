@@ -11,9 +11,10 @@ from typing import Any
 from .._errors import InvalidParameterError
 from .._limiters.base import RateLimit
 from .._paging import MAX_OFFSET, PAGE_LIMIT
+from .catalogue import Catalogue
 from .collateral import COLLATERAL_STOP_LIMIT
 from .declaration import Auth, Excludes, Kind, NotAfter, Operation, Param, Rule, group_of
-from .generated import GENERATED
+from .generated.index import LIMITS, WHERE
 from .main_account import BALANCE, BALANCE_OF_TICKER, INVESTMENTS
 from .mining import CREATE_MINING_ACCOUNT, MINING_HASHRATE, MINING_REWARDS
 from .oauth import REFRESH_OAUTH_TOKEN
@@ -57,16 +58,16 @@ EU_BASE_URL = "https://whitebit.eu"
 #: Every operation by its name: the ones declared by hand first, then every operation of the
 #: documents by its generated name (``generated/``), where the hand-declared ones appear again
 #: under their generated names (``get_main_balance`` is ``main_balance``: the same object).
-OPERATIONS: Mapping[str, Operation[Any]] = MappingProxyType({
-    **{
+OPERATIONS: Mapping[str, Operation[Any]] = Catalogue(
+    {
         op.name: op
         for op in (
             PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
             MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN,
         )
     },
-    **GENERATED,
-})
+    WHERE,
+)
 
 #: The service's groups, counted per IP address (whitebit-exchange/docs,
 #: api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
@@ -80,19 +81,24 @@ GROUP_LIMITS: Mapping[str, RateLimit] = MappingProxyType({
 })
 
 
-def _scope_limits(operations: Mapping[str, Operation[Any]]) -> dict[str, RateLimit]:
-    """Each operation's scope with its limit; operations sharing a scope must agree on it."""
+def _scope_limits() -> dict[str, RateLimit]:
+    """Each operation's scope with its limit (the generated ones' from their index, so that no
+    group's declarations load for it); operations sharing a scope must agree on it."""
     limits: dict[str, RateLimit] = {}
-    for op in operations.values():
+    for op in (PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
+               MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN):
         if limits.setdefault(op.scope, op.rate_limit) != op.rate_limit:
             raise ValueError(f"scope {op.scope!r}: {op.name} declares another limit")
+    for scope, (requests, seconds) in LIMITS.items():
+        if limits.setdefault(scope, RateLimit(requests, seconds)) != RateLimit(requests, seconds):
+            raise ValueError(f"scope {scope!r}: two limits declared")
     return limits
 
 
 #: The documented limits of the service, per scope and group (requests per span of seconds):
 #: each operation's own, then its groups'.
 DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = MappingProxyType(
-    _scope_limits(OPERATIONS) | dict(GROUP_LIMITS)
+    _scope_limits() | dict(GROUP_LIMITS)
 )
 #: The group budgets: each operation draws on its own scope and on its group's.
 GROUPS: frozenset[str] = frozenset(GROUP_LIMITS)

@@ -11,7 +11,7 @@ from .._errors import client_closed
 from .._limiters.base import Admission, BaseLimiter, Groups, Limiter, Outcome, RateLimit
 from .._nonces.clock import ServerClock
 from .._nonces.sources import NonceClock, NonceSource
-from .._operations import OPERATIONS, Operation
+from .._operations import Operation
 from .._transports.base import ConnectionSlots, RawResponse
 from .calls import CallsInFlight, CallState
 
@@ -104,11 +104,9 @@ class Admitter:
         #: Names the API key's nonce counter in a limiter that draws nonces.
         self.nonce_key = nonce_key
         self.rate_limits = rate_limits
-        #: The group budgets each operation draws on besides its scope's.
-        self._groups: dict[str, Groups] = {
-            op.name: ((op.group, rate_limits[op.group]),) if op.group is not None else ()
-            for op in OPERATIONS.values()
-        }
+        #: The group budgets each operation draws on besides its scope's, noted the first time
+        #: it is called (the catalogue's declarations load per group, on first use).
+        self._groups: dict[str, Groups] = {}
         self.server_clock = server_clock
         #: The server's time as this process estimates it, for a limiter that draws nonces.
         self.nonce_clock = nonce_clock
@@ -127,7 +125,11 @@ class Admitter:
         holds a connection slot, when the transport has them, until it releases it."""
         limiter, slots = self.limiter, self.slots
         limit = self.rate_limits[op.scope]
-        groups = self._groups.get(op.name, ())
+        groups = self._groups.get(op.name)
+        if groups is None:
+            groups = self._groups[op.name] = (
+                ((op.group, self.rate_limits[op.group]),) if op.group is not None else ()
+            )
         while True:
             if signed and not state.first:
                 first_answer = self.server_clock.first_answer

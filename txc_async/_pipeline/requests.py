@@ -13,7 +13,7 @@ import aiohttp
 from yarl import URL
 
 from .._errors import TxcError
-from .._operations import OPERATIONS, Auth, Operation
+from .._operations import Auth, Operation
 from .._secrets import mask_secrets
 from .._signing import Signer
 from .._version import __version__
@@ -38,22 +38,15 @@ class Requests:
     and body of each request, signed with the key when it carries a nonce."""
 
     __slots__ = (
-        "_form_headers", "_path_params", "_plain_headers", "base_url", "signer", "urls",
-        "user_agent",
+        "_form_headers", "_plain_headers", "_targets", "base_url", "signer", "user_agent",
     )
 
     def __init__(self, base_url: URL, signer: Signer | None, user_agent: str | None) -> None:
         self.base_url = base_url
-        self.urls = {
-            op.name: base_url.with_path(base_url.path.rstrip("/") + op.path)
-            for op in OPERATIONS.values()
-        }
-        #: The operations whose path holds parameters (``/public/orderbook/{market}``), with
-        #: their names: their URL is made per request.
-        self._path_params = {
-            op.name: tuple(_PATH_PARAM.findall(op.path))
-            for op in OPERATIONS.values() if "{" in op.path
-        }
+        #: Per operation, noted the first time it is called: its URL, and the names of the
+        #: parameters its path holds (``/public/orderbook/{market}``), whose URL is made per
+        #: request.
+        self._targets: dict[str, tuple[URL, tuple[str, ...]]] = {}
         #: Signs private requests (None: the client serves public operations only).
         self.signer = signer
         agent = default_user_agent()
@@ -69,11 +62,14 @@ class Requests:
     ) -> tuple[URL, Mapping[str, str], bytes | None]:
         """The URL, headers and body of a request: signed with ``nonce`` (a new one for every
         attempt), or unsigned when there is none."""
-        path_params = self._path_params.get(op.name)
-        if path_params is None:
-            url, path = self.urls[op.name], op.path
-        else:
+        target = self._targets.get(op.name)
+        if target is None:
+            target = self._target(op)
+        url, path_params = target
+        if path_params:
             url, path, params = self._filled(op.path, path_params, params)
+        else:
+            path = op.path
         signer = self.signer
         if nonce is not None and signer is not None:
             body, headers = signer.sign(path, params, nonce)
@@ -85,6 +81,14 @@ class Requests:
             url = url.with_query({k: str(v) for k, v in params.items()})
         return url, self._plain_headers, None
 
+
+    def url(self, op: Operation[Any]) -> URL:
+        """The URL of ``op`` (its path's parameters left as ``{name}``)."""
+        return self.base_url.with_path(self.base_url.path.rstrip("/") + op.path)
+
+    def _target(self, op: Operation[Any]) -> tuple[URL, tuple[str, ...]]:
+        target = self._targets[op.name] = (self.url(op), tuple(_PATH_PARAM.findall(op.path)))
+        return target
 
     def _filled(
         self, template: str, names: tuple[str, ...], params: Mapping[str, Any]
