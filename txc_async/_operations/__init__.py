@@ -55,19 +55,15 @@ DEFAULT_BASE_URL = "https://whitebit.com"
 #: The regional EU deployment (same paths).
 EU_BASE_URL = "https://whitebit.eu"
 
+#: The operations declared by hand.
+_HAND: tuple[Operation[Any], ...] = (
+    PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT, MINING_REWARDS,
+    MINING_HASHRATE, REFRESH_OAUTH_TOKEN,
+)
 #: Every operation by its name: the ones declared by hand first, then every operation of the
 #: documents by its generated name (``generated/``), where the hand-declared ones appear again
 #: under their generated names (``get_main_balance`` is ``main_balance``: the same object).
-OPERATIONS: Mapping[str, Operation[Any]] = Catalogue(
-    {
-        op.name: op
-        for op in (
-            PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
-            MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN,
-        )
-    },
-    WHERE,
-)
+OPERATIONS: Mapping[str, Operation[Any]] = Catalogue({op.name: op for op in _HAND}, WHERE)
 
 #: The service's groups, counted per IP address (whitebit-exchange/docs,
 #: api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
@@ -85,12 +81,10 @@ def _scope_limits() -> dict[str, RateLimit]:
     """Each operation's scope with its limit (the generated ones' from their index, so that no
     group's declarations load for it); operations sharing a scope must agree on it."""
     limits: dict[str, RateLimit] = {}
-    for op in (PING, BALANCE, INVESTMENTS, COLLATERAL_STOP_LIMIT, CREATE_MINING_ACCOUNT,
-               MINING_REWARDS, MINING_HASHRATE, REFRESH_OAUTH_TOKEN):
-        if limits.setdefault(op.scope, op.rate_limit) != op.rate_limit:
-            raise ValueError(f"scope {op.scope!r}: {op.name} declares another limit")
-    for scope, (requests, seconds) in LIMITS.items():
-        if limits.setdefault(scope, RateLimit(requests, seconds)) != RateLimit(requests, seconds):
+    declared = [(op.scope, op.rate_limit) for op in _HAND]
+    declared += [(scope, RateLimit(*limit)) for scope, limit in LIMITS.items()]
+    for scope, limit in declared:
+        if limits.setdefault(scope, limit) != limit:
             raise ValueError(f"scope {scope!r}: two limits declared")
     return limits
 

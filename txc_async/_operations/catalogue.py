@@ -4,7 +4,6 @@ loaded a group at a time, the first time one of the group is looked up."""
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -23,7 +22,7 @@ class Catalogue(Mapping[str, Operation[Any]]):
     build the declarations of every group.
     """
 
-    __slots__ = ("_loaded", "_lock", "_names", "_where")
+    __slots__ = ("_loaded", "_names", "_where")
 
     def __init__(
         self, hand: Mapping[str, Operation[Any]], where: Mapping[str, tuple[str, str]]
@@ -31,7 +30,6 @@ class Catalogue(Mapping[str, Operation[Any]]):
         self._loaded: dict[str, Operation[Any]] = dict(hand)
         self._where = dict(where)
         self._names = (*hand, *(name for name in where if name not in hand))
-        self._lock = threading.Lock()
 
     def __getitem__(self, name: str) -> Operation[Any]:
         found = self._loaded.get(name)
@@ -43,8 +41,8 @@ class Catalogue(Mapping[str, Operation[Any]]):
         else:
             group = importlib.import_module(f"{__package__}.generated.{module}")
             found = getattr(group, constant)
-        with self._lock:
-            self._loaded[name] = found
+        # Two threads looking up one name at once store the same object.
+        self._loaded[name] = found
         return found
 
     def __iter__(self) -> Iterator[str]:
