@@ -4,7 +4,8 @@
 
 Reads ``generator/facts.json`` and the hand-written corrections of
 ``txc_async/_operations/overrides.py``; writes ``txc_async/_operations/generated/<group>.py``
-(the declarations of one documentation group, and ``__init__.py`` with all of them by name) and
+(the declarations of one documentation group, and ``index.py``: where each is declared, with
+its scope's limit) and
 ``txc_async/_models_generated/<group>.py`` (the msgspec models of the answers; the named schemas
 of the documents in ``schemas.py``). The output depends on nothing else: the same facts give the
 same bytes. ``--check`` writes nothing and exits 1 when a file differs from what it would write.
@@ -18,7 +19,7 @@ import json
 import keyword
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -338,11 +339,11 @@ def render_models(module: ModelModule, doc: str, wire: dict[str, str] | None,
 
 def group_of_operation(op: dict[str, Any]) -> str:
     if op["name"] in overrides.TAG_OF:
-        return overrides.TAG_OF[op["name"]]
+        return str(overrides.TAG_OF[op["name"]])
     tags = op["tags"]
     if not tags:
         raise SystemExit(f"{op['name']}: no tag and no override")
-    return overrides.GROUP_OF_TAG[tags[0]]
+    return str(overrides.GROUP_OF_TAG[tags[0]])
 
 
 def param_parts(op: str, param: dict[str, Any]) -> tuple[str, str, str]:
@@ -605,46 +606,44 @@ def break_line(line: str) -> list[str]:
     return [line]
 
 
-def matching(line: str, start: int) -> int | None:
+def depths(text: str, start: int = 0) -> Iterator[tuple[int, str, int | None]]:
+    """Each character of ``text`` from ``start``, with the depth of brackets after it, or None
+    for a character of a string literal (its quotes included)."""
     depth, quote = 0, None
-    for i in range(start, len(line)):
-        c = line[i]
+    for i in range(start, len(text)):
+        c = text[i]
         if quote:
-            if c == "\\":
-                continue
-            if c == quote and line[i - 1] != "\\":
+            if c == quote and text[i - 1] != "\\":
                 quote = None
-            continue
-        if c in "\"'":
+            yield i, c, None
+        elif c in "\"'":
             quote = c
-        elif c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-            if depth == 0:
-                return i
+            yield i, c, None
+        else:
+            if c in "({[":
+                depth += 1
+            elif c in ")}]":
+                depth -= 1
+            yield i, c, depth
+
+
+def matching(line: str, start: int) -> int | None:
+    """Where the bracket opened at ``start`` closes, or None."""
+    for i, c, depth in depths(line, start):
+        if depth == 0 and c in ")}]":
+            return i
     return None
 
 
 def top_level_split(text: str) -> list[str]:
-    parts, depth, quote, current = [], 0, None, ""
-    for i, c in enumerate(text):
-        if quote:
-            current += c
-            if c == quote and text[i - 1] != "\\":
-                quote = None
-            continue
-        if c in "\"'":
-            quote = c
-        elif c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
+    """``text`` cut at its commas outside brackets and strings, each part stripped."""
+    parts, current = [], ""
+    for _, c, depth in depths(text):
         if c == "," and depth == 0:
             parts.append(current)
             current = ""
-            continue
-        current += c
+        else:
+            current += c
     if current.strip():
         parts.append(current)
     return [p for p in (p.strip() for p in parts) if p]
@@ -704,58 +703,18 @@ def generate() -> dict[Path, str]:
         models.named_type(name)
     files[MODELS / "schemas.py"] = wrap_all(render_models(
         models.shared, "The answers' objects the documents name (their components' schemas).",
-        None, source))  # type: ignore[arg-type]
+        None, source))
     files[MODELS / "__init__.py"] = (
         f'"""The answer models of the generated operations, one module per group, imported when '
         f'an\nanswer of the group is first read.\n\n{HEADER.format(source=source)}\n"""\n'
     )
     files[DECLARATIONS / "__init__.py"] = (
         f'"""The declarations of every operation of the documents, one module per group of the\n'
-        f"documentation; `index` says where each is, `all_operations` holds them all.\n\n"
+        f"documentation; `index` says where each is.\n\n"
         f'{HEADER.format(source=source)}\n"""\n'
     )
-    files[DECLARATIONS / "all_operations.py"] = render_catalogue(catalogue, source)
     files[DECLARATIONS / "index.py"] = render_index(catalogue, limits, source)
     return files
-
-
-HAND = {
-    "ping": ("public", "PING"), "main_balance": ("main_account", "BALANCE"),
-    "investments_history": ("main_account", "INVESTMENTS"),
-    "collateral_stop_limit_order": ("collateral", "COLLATERAL_STOP_LIMIT"),
-    "create_mining_account": ("mining", "CREATE_MINING_ACCOUNT"),
-    "mining_rewards": ("mining", "MINING_REWARDS"),
-    "mining_hashrate": ("mining", "MINING_HASHRATE"),
-    "refresh_oauth_token": ("oauth", "REFRESH_OAUTH_TOKEN"),
-}
-
-
-def render_catalogue(catalogue: list[tuple[str, str, str]], source: str) -> str:
-    groups = sorted({group for _, group, _ in catalogue if group})
-    lines = ['"""Every operation of the documents by its generated name; the operations declared',
-             "by hand appear under their generated names as aliases of the same declaration.",
-             "", HEADER.format(source=source), '"""', "", "from __future__ import annotations",
-             "", "from collections.abc import Mapping", "from typing import Any", ""]
-    hand_modules: dict[str, list[str]] = {}
-    for hand in sorted(overrides.ALIASES.values()):
-        module, const = HAND[hand]
-        hand_modules.setdefault(module, []).append(const)
-    hand_modules["declaration"] = ["Operation"]
-    for module in sorted(hand_modules):
-        lines.append(f"from ..{module} import {', '.join(sorted(hand_modules[module]))}")
-    lines += import_lines(".", groups)
-    lines += ["", '__all__ = ["GENERATED"]', "",
-              "#: Every operation of the documents, by its generated name, in the facts' order.",
-              "GENERATED: Mapping[str, Operation[Any]] = {"]
-    for name, group, const in catalogue:
-        if group:
-            line = f"    {literal(name)}: {group}.{const},"
-            lines += [line] if len(line) <= WIDTH else [f"    {literal(name)}: (",
-                                                        f"        {group}.{const}", "    ),"]
-        else:
-            lines.append(f"    {literal(name)}: {HAND[const][1]},  # by hand")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
 
 
 def render_index(
@@ -795,8 +754,8 @@ def main() -> int:
     extra = [p for p in DECLARATIONS.glob("*.py") if p.name not in wanted] if \
         DECLARATIONS.exists() else []
     if args.check:
-        for path in stale:
-            print(f"differs: {path}")
+        for name in stale:
+            print(f"differs: {name}")
         return 1 if stale or extra else 0
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
