@@ -73,7 +73,7 @@ class NoLimiter(BaseLimiter):
         return self.try_acquire(key_id, scope, limit, timeout)
 
     def conclude(self, admission: Admission, outcome: Outcome,
-               retry_after: float | None = None) -> float:
+                 retry_after: float | None = None) -> float:
         return 0.0
 
     def effective_limit(self, key_id: str, scope: str, limit: RateLimit) -> RateLimit:

@@ -123,7 +123,7 @@ class _Admitting:
         raise AssertionError("try_acquire always admits")
 
     def conclude(self, admission: Admission, outcome: Outcome,
-               retry_after: float | None = None) -> float:
+                 retry_after: float | None = None) -> float:
         self.outcomes.append(outcome)
         return 0.0
 

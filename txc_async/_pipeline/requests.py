@@ -84,10 +84,12 @@ class Requests:
 
     def url(self, op: Operation[Any]) -> URL:
         """The URL of ``op`` (its path's parameters left as ``{name}``)."""
-        return self.base_url.with_path(self.base_url.path.rstrip("/") + op.path)
+        target = self._targets.get(op.name)
+        return (target if target is not None else self._target(op))[0]
 
     def _target(self, op: Operation[Any]) -> tuple[URL, tuple[str, ...]]:
-        target = self._targets[op.name] = (self.url(op), tuple(_PATH_PARAM.findall(op.path)))
+        url = self.base_url.with_path(self.base_url.path.rstrip("/") + op.path)
+        target = self._targets[op.name] = (url, tuple(_PATH_PARAM.findall(op.path)))
         return target
 
     def _filled(

@@ -20,6 +20,7 @@ from aiohttp.tracing import Trace
 from yarl import URL
 
 from .._errors import InvalidParameterError, RequestTimeout, TransportError, client_closed
+from .._validate import check_bool
 from .base import BaseTransport, ConnectionSlots, RawResponse
 from .direct import (
     DirectExchange,
@@ -175,8 +176,7 @@ class AiohttpTransport(BaseTransport):
             or max_answer_bytes < 1024
         ):
             raise InvalidParameterError("max_answer_bytes", "must be an integer of at least 1024")
-        if not isinstance(direct, bool):
-            raise InvalidParameterError("direct", "must be True or False")
+        check_bool("direct", direct)
         self.max_answer_bytes = max_answer_bytes
         self._session = session
         self._max_connections = max_connections
