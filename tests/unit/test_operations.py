@@ -109,7 +109,8 @@ def test_each_operation_keeps_the_limit_its_documentation_states() -> None:
 def test_groups_and_tags_come_from_the_paths_and_the_documentation() -> None:
     groups = {name: op.group for name, op in HAND.items()}
     assert groups == {
-        "ping": None, "main_balance": "main_account", "investments_history": "main_account",
+        "ping": "public_group", "main_balance": "main_account",
+        "investments_history": "main_account",
         "collateral_stop_limit_order": "default", "create_mining_account": "default",
         "mining_rewards": "default", "mining_hashrate": "default",
         "refresh_oauth_token": "default",
@@ -125,8 +126,8 @@ def test_groups_and_tags_come_from_the_paths_and_the_documentation() -> None:
 def test_the_default_limits_derive_from_the_declarations_and_the_groups() -> None:
     derived = {op.scope: op.rate_limit for op in OPERATIONS.values()}
     assert dict(txc_async.DEFAULT_RATE_LIMITS) == derived | dict(GROUP_LIMITS)
-    groups = {"main_account": RateLimit(1000, 10.0), "trade_account": RateLimit(12000, 10.0),
-              "default": RateLimit(10000, 10.0)}
+    groups = {"public_group": RateLimit(20000, 10.0), "main_account": RateLimit(1000, 10.0),
+              "trade_account": RateLimit(12000, 10.0), "default": RateLimit(10000, 10.0)}
     assert dict(GROUP_LIMITS) == groups
     with pytest.raises(TypeError):
         txc_async.DEFAULT_RATE_LIMITS["public"] = RateLimit(1, 1)  # type: ignore[index]

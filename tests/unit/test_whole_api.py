@@ -16,7 +16,7 @@ import pytest
 
 import txc_async
 from txc_async import InvalidParameterError, MockRequest, MockTransport, Operation
-from txc_async._operations import Auth, overrides
+from txc_async._operations import GROUP_LIMITS, OPERATIONS, Auth, overrides
 from txc_async._operations.generated.index import WHERE
 
 FACTS = json.loads((Path(__file__).resolve().parents[2] / "generator" / "facts.json").read_text())
@@ -380,3 +380,39 @@ def test_the_catalogue_loads_a_group_s_declarations_when_one_of_them_is_first_lo
     assert out[1] == "135 True []"
     assert out[2] == "/api/v4/order/new ['spot']"
     assert out[3] == "129"
+
+
+#: The endpoints whose own limit the service's rate-limit page lists (whitebit-exchange/docs
+#: 4a67f22, data/rate-limits.yaml, ``endpointLimits``; shown in api-reference/rate-limits.mdx).
+ENDPOINT_LIMITS = {
+    ("GET", "/api/v4/public/markets"): 2000,
+    ("GET", "/api/v4/public/ticker"): 2000,
+    ("GET", "/api/v4/public/orderbook/{market}"): 600,
+    ("POST", "/api/v4/trade-account/balance"): 12000,
+    ("POST", "/api/v4/order/new"): 10000,
+    ("POST", "/api/v4/order/market"): 10000,
+    ("POST", "/api/v4/order/bulk"): 10000,
+    ("POST", "/api/v4/order/cancel"): 10000,
+    ("POST", "/api/v4/order/modify"): 10000,
+    ("POST", "/api/v4/order/kill-switch"): 10000,
+    ("POST", "/api/v4/collateral-account/balance"): 12000,
+    ("POST", "/api/v4/order/collateral/limit"): 10000,
+    ("POST", "/api/v4/order/collateral/bulk"): 10000,
+    ("POST", "/api/v4/main-account/history"): 200,
+}
+
+
+def test_the_endpoint_limits_of_the_rate_limit_page_are_the_operations_limits() -> None:
+    by_route = {(op.method, op.path): op for op in OPERATIONS.values()}
+    for route, limit in ENDPOINT_LIMITS.items():
+        assert by_route[route].rate_limit == txc_async.RateLimit(limit, 10.0), route
+
+
+def test_every_operation_draws_on_the_group_of_its_path() -> None:
+    expected = {"/api/v4/public/": "public_group", "/api/v4/main-account/": "main_account",
+                "/api/v4/trade-account/": "trade_account"}
+    for op in OPERATIONS.values():
+        group = next((g for prefix, g in expected.items() if op.path.startswith(prefix)),
+                     "default")
+        assert op.group == group, op.name
+        assert txc_async.DEFAULT_RATE_LIMITS[group] == GROUP_LIMITS[group]

@@ -66,11 +66,13 @@ _HAND: tuple[Operation[Any], ...] = (
 OPERATIONS: Mapping[str, Operation[Any]] = Catalogue({op.name: op for op in _HAND}, WHERE)
 
 #: The service's groups, counted per IP address (whitebit-exchange/docs,
-#: api-reference/rate-limits.mdx): every operation under /api/v4/main-account/ shares one
-#: budget, every one under /api/v4/trade-account/ another, every one outside the listed groups
-#: the default one. The public group (20,000 per 10 s) is not kept: no public operation can
-#: reach it before its own limit (2,000 at most).
+#: api-reference/rate-limits.mdx and data/rate-limits.yaml): every operation under
+#: /api/v4/public/ shares one budget (the fourteen public operations' own limits add up to
+#: 26,600 per 10 s, above the group's 20,000), every one under /api/v4/main-account/ another,
+#: every one under /api/v4/trade-account/ a third, every one outside the listed groups the
+#: default one.
 GROUP_LIMITS: Mapping[str, RateLimit] = MappingProxyType({
+    "public_group": RateLimit(20000, 10.0),
     "main_account": RateLimit(1000, 10.0),
     "trade_account": RateLimit(12000, 10.0),
     "default": RateLimit(10000, 10.0),

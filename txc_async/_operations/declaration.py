@@ -111,19 +111,18 @@ class Excludes:
 Rule = NotAfter | Excludes
 
 
-def group_of(path: str) -> str | None:
+def group_of(path: str) -> str:
     """The service's rate-limit group of a path (whitebit-exchange/docs,
-    api-reference/rate-limits.mdx; counted per IP address): ``main_account`` for
-    ``/api/v4/main-account/*``, ``trade_account`` for ``/api/v4/trade-account/*``, ``default``
-    for every path outside the listed groups, and None
-    for ``/api/v4/public/*``, whose group (20,000 per 10 s) no operation here can reach before
-    its own limit (ping: 2,000)."""
+    api-reference/rate-limits.mdx and data/rate-limits.yaml, ``scopeLimits``; counted per IP
+    address): ``public_group`` for ``/api/v4/public/*`` (20,000 per 10 s: the fourteen public
+    operations' own limits add up to more), ``main_account`` for ``/api/v4/main-account/*``,
+    ``trade_account`` for ``/api/v4/trade-account/*``, and ``default`` for every other path."""
     if path.startswith("/api/v4/main-account/"):
         return "main_account"
     if path.startswith("/api/v4/trade-account/"):
         return "trade_account"
     if path.startswith("/api/v4/public/"):
-        return None
+        return "public_group"
     return "default"
 
 
@@ -142,7 +141,7 @@ class Operation(Generic[R]):
     have reached the server cannot do harm (False for a write), ``decode`` turns a success
     answer's body into the result. ``scope`` names its rate-limit budget and ``rate_limit`` is
     the limit the service documents for it; ``group`` is the service's group it also counts
-    against (from its path; None for the public group). ``tag`` is the documentation's group of
+    against (from its path). ``tag`` is the documentation's group of
     operations (``"main_account"``, ``"mining"``, ...), ``summary`` says what it does in one
     line. ``params`` are its parameters, ``rules`` the rules across them, and
     ``secret_params`` the wire names of the secret ones. ``unsendable`` says why this version
@@ -167,7 +166,7 @@ class Operation(Generic[R]):
     params: tuple[Param, ...] = ()
     rules: tuple[Rule, ...] = ()
     unsendable: str = ""
-    group: str | None = field(init=False)
+    group: str = field(init=False)
     secret_params: tuple[str, ...] = field(init=False)
     _entries: dict[str, _Entry] = field(init=False, repr=False, compare=False)
     _required: tuple[Param, ...] = field(init=False, repr=False, compare=False)

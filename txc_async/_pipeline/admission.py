@@ -127,9 +127,7 @@ class Admitter:
         limit = self.rate_limits[op.scope]
         groups = self._groups.get(op.name)
         if groups is None:
-            groups = self._groups[op.name] = (
-                ((op.group, self.rate_limits[op.group]),) if op.group is not None else ()
-            )
+            groups = self._groups[op.name] = ((op.group, self.rate_limits[op.group]),)
         while True:
             if signed and not state.first:
                 first_answer = self.server_clock.first_answer
