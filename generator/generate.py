@@ -40,6 +40,9 @@ def _load_overrides() -> Any:
 
 overrides = _load_overrides()
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import methods  # noqa: E402  (beside this file)
+
 FACTS = ROOT / "generator" / "facts.json"
 DECLARATIONS = ROOT / "txc_async" / "_operations" / "generated"
 MODELS = ROOT / "txc_async" / "_models_generated"
@@ -465,7 +468,7 @@ def declaration(op: dict[str, Any], group: str, models: Models, module: ModelMod
             f"decode={decode}", f"scope={literal(name)}", f"rate_limit={rate}",
             f"tag={literal(group)}", f"summary={literal(op['method'] + ' ' + op['path'])}"]
     lines += pack(args, 4)
-    params = [p for p in op["params"] if (name, p["name"]) not in overrides.DROPPED_PARAMS]
+    params = params_of(op)
     if params:
         lines.append("    params=(")
         for param in params:
@@ -497,16 +500,34 @@ def pack(args: Iterable[str], indent: int) -> list[str]:
     return lines
 
 
+#: The parameter an operation authenticated by a bearer header takes (overrides.BEARER_TOKEN).
+ACCESS_TOKEN = {"in": "header", "name": "access_token", "required": True,
+                "schema": {"type": "string", "minLength": 1, "maxLength": 4096}}
+
+
+def params_of(op: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parameters declared for ``op``: its facts', less the dropped ones, with the ones the
+    overrides add."""
+    name = op["name"]
+    params = [p for p in op["params"] if (name, p["name"]) not in overrides.DROPPED_PARAMS]
+    params += overrides.EXTRA_PARAMS.get(name, [])
+    if name in overrides.BEARER_TOKEN:
+        params.append(ACCESS_TOKEN)
+    return params
+
+
 def param_lines(op: str, param: dict[str, Any]) -> list[str]:
     wire = param["name"]
     kind, check, help_ = param_parts(op, param)
+    if param is ACCESS_TOKEN:
+        help_ = "an OAuth access token (sent as a bearer header only)"
     args = [literal(snake(wire)), f"kind={literal(kind)}", f"wire={literal((wire,))}"]
     if param["required"]:
         args.append("required=True")
     args.append(f"check={check}")
     if kind == "choice":
         args.append(f"choices={literal(tuple(param['schema']['enum']))}")
-    if (op, wire) in overrides.SECRET_PARAMS:
+    if (op, wire) in overrides.SECRET_PARAMS or param is ACCESS_TOKEN:
         args.append("secret=True")
     args.append(f"help={literal(help_)}")
     return call("Param", args, 8, ",")
@@ -678,6 +699,8 @@ def generate() -> dict[Path, str]:
     files: dict[Path, str] = {}
     catalogue: list[tuple[str, str, str]] = []  # name, group, const (or alias)
     limits: dict[str, tuple[int, float]] = {}
+    specs: dict[str, list[methods.Method]] = {}
+    model_texts: dict[str, str] = {}
     for group in sorted(groups):
         module = ModelModule(group)
         module_wire.clear()
@@ -685,15 +708,17 @@ def generate() -> dict[Path, str]:
         for op in groups[group]:
             if op["name"] in overrides.ALIASES:
                 catalogue.append((op["name"], "", overrides.ALIASES[op["name"]]))
+                specs.setdefault(group, []).append(method_of(op, None))
                 continue
             d = declaration(op, group, models, module)
             declared.append(d)
             catalogue.append((op["name"], group, d.const))
             limits[op["name"]] = d.limit
+            specs.setdefault(group, []).append(method_of(op, d))
         if not declared:
             continue
         wire = dict(module_wire)
-        files[MODELS / f"{group}.py"] = wrap_all(render_models(
+        files[MODELS / f"{group}.py"] = model_texts[group] = wrap_all(render_models(
             module, f"The answers of the documentation's {group} group.", wire, source))
         uses_models = any("models." in d.result or "schemas." in d.result
                           or "Decimal" in d.result for d in declared)
@@ -701,9 +726,10 @@ def generate() -> dict[Path, str]:
             render_declarations(group, declared, source, CHECKS, uses_models))
     for name in sorted(facts["schemas"]):
         models.named_type(name)
-    files[MODELS / "schemas.py"] = wrap_all(render_models(
+    files[MODELS / "schemas.py"] = model_texts["schemas"] = wrap_all(render_models(
         models.shared, "The answers' objects the documents name (their components' schemas).",
         None, source))
+    files.update(methods.render(specs, model_texts, HEADER.format(source=source)))
     files[MODELS / "__init__.py"] = (
         f'"""The answer models of the generated operations, one module per group, imported when '
         f'an\nanswer of the group is first read.\n\n{HEADER.format(source=source)}\n"""\n'
@@ -715,6 +741,31 @@ def generate() -> dict[Path, str]:
     )
     files[DECLARATIONS / "index.py"] = render_index(catalogue, limits, source)
     return files
+
+
+def method_of(op: dict[str, Any], declared: Declared | None) -> methods.Method:
+    """What the client's typed method of ``op`` needs (``declared`` None: declared by hand)."""
+    name = op["name"]
+    params = []
+    if declared is not None:
+        for param in params_of(op):
+            kind, _, help_ = param_parts(name, param)
+            if param is ACCESS_TOKEN:
+                help_ = "an OAuth access token (sent as a bearer header only)"
+            choices = tuple((param["schema"] or {}).get("enum") or ())
+            params.append((snake(param["name"]), kind, bool(param["required"]), choices, help_))
+    paged = None
+    if op["paged"]:
+        bounds = {p["name"]: p["schema"] or {} for p in op["params"]}
+        limit = bounds["limit"].get("maximum") or bounds["limit"].get("default") or 100
+        paged = {"limit": int(limit), "max_offset": int(bounds["offset"].get("maximum") or 0)}
+    limit = op["rate_limit"] or default_limit(op["path"])
+    return methods.Method(
+        name=name, const=declared.const if declared else "",
+        alias=overrides.ALIASES.get(name, ""), result=declared.result if declared else "",
+        params=params, write=name in overrides.WRITES, summary=f"{op['method']} {op['path']}",
+        limit=(limit["requests"], float(limit["seconds"])), paged=paged,
+    )
 
 
 def render_index(

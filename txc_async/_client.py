@@ -12,11 +12,8 @@ import logging
 import os
 import re
 import ssl
-import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from datetime import datetime
-from decimal import Decimal
-from typing import Any, Self, TypedDict, TypeVar, Unpack, cast, overload
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Self, TypedDict, TypeVar, Unpack
 
 import aiohttp
 from yarl import URL
@@ -27,44 +24,15 @@ from ._errors import (
 )
 from ._limiters.base import Limiter, RateLimit
 from ._limiters.url import limiter_from_url
-from ._models import (
-    CollateralOrder,
-    Hashrate,
-    IntervalLiteral,
-    Investment,
-    InvestmentsPage,
-    InvestmentStatus,
-    MiningAccount,
-    MiningReward,
-    OAuthToken,
-    PositionSide,
-    PositionSideLiteral,
-    RewardsPage,
-    Side,
-    SideLiteral,
-    StpLiteral,
-)
-from ._naming import name_operations
+from ._methods.groups import MethodGroups
+from ._methods.hand import HandMethods
 from ._nonces.clock import SYSTEM_CLOCK, LocalClock
 from ._nonces.sources import key_fingerprint
 from ._operations import (
-    BALANCE,
-    BALANCE_OF_TICKER,
-    COLLATERAL_STOP_LIMIT,
-    CREATE_MINING_ACCOUNT,
     DEFAULT_BASE_URL,
-    INVESTMENTS,
-    MAX_OFFSET,
-    MINING_HASHRATE,
-    MINING_REWARDS,
-    OPERATIONS,
-    PAGE_LIMIT,
-    PING,
-    REFRESH_OAUTH_TOKEN,
     Operation,
     merge_rate_limits,
 )
-from ._paging import walk_offset_pages
 from ._pipeline import Pipeline, RequestRecord
 from ._retry import RetryPolicy
 from ._runtime import current_runtime
@@ -186,8 +154,7 @@ class ClientOptions(TypedDict, total=False):
     max_answer_bytes: int
 
 
-@name_operations
-class Client:
+class Client(HandMethods, MethodGroups):
     """Asyncio client of the exchange API v4.
 
     Use it as ``async with Client(api_key=..., api_secret=...) as client:`` or call
@@ -429,224 +396,3 @@ class Client:
         if self._closed:
             raise client_closed(op.name)
         return self._pipeline.call(op, params, self._timeout, self._retry)
-
-    # -- operations -------------------------------------------------------------------------
-
-    @overload
-    async def call(self, operation: Operation[R], /, **params: object) -> R: ...
-
-    @overload
-    async def call(self, operation: str, /, **params: object) -> object: ...
-
-    async def call(self, operation: Operation[Any] | str, /, **params: object) -> object:
-        """Call any operation of [`txc_async.OPERATIONS`][txc_async.OPERATIONS], by its name or
-        by its [`Operation`][txc_async.Operation], with its parameters as keywords (a keyword
-        given as None is left out); returns the result as the operation decodes it.
-
-        ``await client.call("mining_rewards", account="pool-1", limit=10)`` sends what
-        ``await client.mining_rewards(account="pool-1", limit=10)`` sends. A typed method may
-        add to the decoded result: ``mining_hashrate`` names the account asked for in the empty
-        series of a disabled account, and ``main_balance(ticker=...)`` reads the service's
-        answer for one currency, which ``call`` does not ask for. An unknown operation, or a
-        parameter it does not take, is an
-        [`InvalidParameterError`][txc_async.InvalidParameterError], and nothing is sent.
-        """
-        return await self._call(_operation(operation), params)
-
-    async def ping(self) -> bool:
-        """True when the API answers ``["pong"]``."""
-        return await self._send(PING, {})  # no keywords: nothing to check
-
-    async def main_balance(self, *, ticker: str | None = None) -> dict[str, Decimal]:
-        """Main-account balance per ticker (assets with zero balance may be missing).
-
-        With ``ticker``, that currency's balance alone: ``{ticker: Decimal}``, zero for a
-        ticker the service does not know (as it answers one).
-        """
-        if ticker is None:
-            return await self._send(BALANCE, {})  # no keywords: nothing to check
-        answer = await self._call(BALANCE_OF_TICKER, {"ticker": ticker})
-        if isinstance(answer, Decimal):
-            return {ticker: answer}
-        # A server that answered every asset: the ticker's entry, or zero where it left it out.
-        wanted = ticker.upper()
-        for name, amount in answer.items():
-            if name.upper() == wanted:
-                return {ticker: amount}
-        return {ticker: Decimal(0)}
-
-    async def investments_history(
-        self,
-        *,
-        id: str | None = None,
-        ticker: str | None = None,
-        status: InvestmentStatus | int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> InvestmentsPage:
-        """One page of the fixed-lending investments (B2B partner keys only)."""
-        return await self._call(INVESTMENTS, {
-            "id": id, "ticker": ticker, "status": status, "limit": limit, "offset": offset,
-        })
-
-    async def iter_investments_history(
-        self,
-        *,
-        id: str | None = None,
-        ticker: str | None = None,
-        status: InvestmentStatus | int | None = None,
-    ) -> AsyncIterator[Investment]:
-        """Every investment matching the filters, page by page."""
-        filters = INVESTMENTS.wire_params({"id": id, "ticker": ticker, "status": status})
-
-        async def page(limit: int, offset: int) -> tuple[list[Investment], int]:
-            found = await self._send(INVESTMENTS, filters | {"limit": limit, "offset": offset})
-            return found.records, found.limit
-
-        async for record in walk_offset_pages(
-            page, limit=PAGE_LIMIT, max_offset=MAX_OFFSET, what="investments",
-            narrow_by="ticker, status",
-        ):
-            yield record
-
-    async def collateral_stop_limit_order(
-        self,
-        *,
-        market: str,
-        side: Side | SideLiteral,
-        amount: Decimal | str | int,
-        price: Decimal | str | int,
-        activation_price: Decimal | str | int,
-        stop_loss: Decimal | str | int | None = None,
-        take_profit: Decimal | str | int | None = None,
-        client_order_id: str | None = None,
-        position_side: PositionSide | PositionSideLiteral | None = None,
-        reduce_only: bool | None = None,
-        stp: StpLiteral | None = None,
-    ) -> CollateralOrder:
-        """Place a stop-limit order on the collateral market.
-
-        ``reduce_only=True``: the order may only reduce an open position (not with
-        ``stop_loss`` or ``take_profit``, which the service refuses). ``stp``: self-trade
-        prevention, ``"no"``, ``"cb"`` (cancel both), ``"cn"`` (cancel the new order) or ``"co"``
-        (cancel the existing one).
-
-        Never re-sent once it may have reached the server: after a timeout or a dropped
-        connection the error says so, and the caller decides (look the order up by
-        ``client_order_id``).
-        """
-        return await self._call(COLLATERAL_STOP_LIMIT, {
-            "market": market, "side": side, "amount": amount, "price": price,
-            "activation_price": activation_price, "stop_loss": stop_loss,
-            "take_profit": take_profit, "client_order_id": client_order_id,
-            "position_side": position_side, "reduce_only": reduce_only, "stp": stp,
-        })
-
-    async def create_mining_account(
-        self, *, name: str, referral_code: str | None = None
-    ) -> MiningAccount:
-        """Create a mining-pool account. Never re-sent once it may have reached the server."""
-        return await self._call(
-            CREATE_MINING_ACCOUNT, {"name": name, "referral_code": referral_code}
-        )
-
-    async def mining_rewards(
-        self,
-        *,
-        account: str | None = None,
-        start: int | datetime | None = None,
-        end: int | datetime | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-    ) -> RewardsPage:
-        """One page of mining rewards, newest first (the server's default limit is 30)."""
-        return await self._call(MINING_REWARDS, {
-            "account": account, "start": start, "end": end, "limit": limit, "offset": offset,
-        })
-
-    async def iter_mining_rewards(
-        self,
-        *,
-        account: str | None = None,
-        start: int | datetime | None = None,
-        end: int | datetime | None = None,
-    ) -> AsyncIterator[MiningReward]:
-        """Every reward of the range exactly once, however many there are, newest first (and
-        then what was booked behind the walk while it ran).
-
-        The walk (see ``txc_async._backfill.walk.walk_rewards``) narrows the range's end as it
-        goes, so it is never bound by the API's offset limit, and rewards the server books
-        meanwhile come back once, never twice. A check ends it (see
-        ``txc_async._backfill.ledger``): every reward the server holds in the range when the check
-        begins comes back, including any booked behind the walk while it ran. Without ``end``
-        the range ends now.
-        """
-        from ._backfill.ledger import every_reward
-        from ._backfill.walk import REWARD_RECORDS
-
-        params = MINING_REWARDS.wire_params({"account": account, "start": start, "end": end})
-        if "to" not in params:
-            now = int(time.time())
-            if params.get("from", 0) > now:
-                raise InvalidParameterError("start", "must not be after end (without end: now)")
-            params["to"] = now
-        async for page in every_reward(self._rewards_page, params, REWARD_RECORDS):
-            for record in page:
-                yield record
-
-    async def _rewards_page(self, records: Operation[R], params: Mapping[str, Any]) -> R:
-        """One page of rewards decoded by ``records`` (typed or wire records), for the walk;
-        ``params`` are the wire's."""
-        return await self._send(records, params)
-
-    async def mining_hashrate(
-        self,
-        *,
-        account: str | None = None,
-        start: int | datetime | None = None,
-        end: int | datetime | None = None,
-        interval: IntervalLiteral | None = None,
-    ) -> Hashrate:
-        """The hashrate series of an account; ``interval`` is ``5m``, ``1h`` (the default) or
-        ``24h``. ``account`` is required (the service refuses a request without it).
-
-        An account the service has disabled answers empty data: an empty series.
-        """
-        series = await self._call(MINING_HASHRATE, {
-            "account": account, "start": start, "end": end, "interval": interval,
-        })
-        if not series.account and not series.hashrate:
-            # The declaration requires the account: it was given, and checked.
-            return Hashrate(cast(str, account), [])
-        return series
-
-    async def refresh_oauth_token(
-        self, *, client_id: str, client_secret: str, refresh_token: str
-    ) -> OAuthToken:
-        """Exchange a refresh token for a new access token (and a new refresh token; the old one
-        stops working). Never re-sent once it may have reached the server."""
-        return await self._call(REFRESH_OAUTH_TOKEN, {
-            "client_id": client_id, "client_secret": client_secret,
-            "refresh_token": refresh_token,
-        })
-
-
-def _operation(operation: object) -> Operation[Any]:
-    """The operation of the catalogue that ``operation`` (a name, or an ``Operation``) is."""
-    if isinstance(operation, str):
-        found = OPERATIONS.get(operation)
-        if found is not None:
-            return found
-        raise InvalidParameterError(
-            "operation", f"unknown operation {operation!r} (txc_async.OPERATIONS names every one)"
-        )
-    if isinstance(operation, Operation):
-        if operation.name in OPERATIONS:
-            return operation
-        raise InvalidParameterError(
-            "operation", f"{operation.name!r} is not an operation of txc_async.OPERATIONS"
-        )
-    raise InvalidParameterError(
-        "operation", f"must be an operation's name or a txc_async.Operation, not "
-        f"{type(operation).__name__}"
-    )

@@ -21,7 +21,9 @@ LAYERS: list[tuple[str, ...]] = [
     # answers.py the decoders that import a group's models (_models_generated/) when first used.
     ("_operations", "_limiters", "_signing", "_runtime"),
     ("_pipeline", "_backfill"),
-    ("_export", "_client"),
+    # _methods: the operations as the client's methods (hand.py, and one generated class per
+    # documentation group, the client's ``spot``, ``market``, ...), over the client's calls.
+    ("_export", "_methods", "_client"),
     ("__init__", "limiters", "transports"),
     ("sandbox", "pytest_plugin", "cli", "__main__"),
 ]

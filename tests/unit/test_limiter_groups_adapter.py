@@ -129,7 +129,8 @@ async def test_a_limiter_with_groups_gets_them_and_the_keys_nonce_counter() -> N
     acquired = [(scope, kwargs) for name, scope, kwargs in limiter.calls if name == "acquire"]
     tried = [(scope, kwargs) for name, scope, kwargs in limiter.calls if name == "try_acquire"]
     assert ("main_balance", {"groups": group}) in tried
-    assert ("public", {"groups": ()}) in tried  # ping's group is not kept
+    public = (("public_group", txc_async.DEFAULT_RATE_LIMITS["public_group"]),)
+    assert ("public", {"groups": public}) in tried
     balance = next(kwargs for scope, kwargs in acquired if scope == "main_balance")
     assert balance["groups"] == group
     # The key's own counter, not the server's budgets.

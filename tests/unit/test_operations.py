@@ -117,7 +117,7 @@ def test_groups_and_tags_come_from_the_paths_and_the_documentation() -> None:
     }
     tags = {name: op.tag for name, op in HAND.items()}
     assert tags == {
-        "ping": "market", "main_balance": "main_account", "investments_history": "main_account",
+        "ping": "market", "main_balance": "main_account", "investments_history": "lending",
         "collateral_stop_limit_order": "collateral", "create_mining_account": "mining",
         "mining_rewards": "mining", "mining_hashrate": "mining", "refresh_oauth_token": "oauth",
     }

@@ -64,7 +64,7 @@ CLASSIFICATION: dict[str, str] = {
     "get_mining_worker_hashrate": "read", "create_mining_watcher_link": "write",
     "list_mining_watcher_links": "read", "create_mining_account": "write",
     "get_mining_accounts": "read", "oauth2_token": "write", "oauth2_refresh_token": "write",
-    "oauth2_api_key_info": "read", "oauth2_api_key_secret": "read",
+    "oauth2_api_key_info": "read", "oauth2_api_key_secret": "write",
     "delete_oauth2_api_key": "write", "trade_account_balance": "read",
     "create_limit_order": "write", "create_bulk_limit_order": "write",
     "create_market_order": "write", "create_stock_market_order": "write",
@@ -211,8 +211,13 @@ def test_a_declaration_says_what_its_facts_say(name: str) -> None:
     assert op.summary == f"{facts['method']} {facts['path']}"
     wire = [p["name"] for p in facts["params"]
             if (name, p["name"]) not in overrides.DROPPED_PARAMS]
+    wire += [p["name"] for p in overrides.EXTRA_PARAMS.get(name, [])]
+    if name in overrides.BEARER_TOKEN:
+        wire.append("access_token")
     assert [p.wire for p in op.params] == [(w,) for w in wire]
     required = {p["name"] for p in facts["params"] if p["required"]}
+    if name in overrides.BEARER_TOKEN:
+        required.add("access_token")
     assert {p.wire[0] for p in op.params if p.required} == required & set(wire)
     limit = facts["rate_limit"]
     if limit is not None:
@@ -256,6 +261,12 @@ async def test_call_sends_the_method_the_path_and_the_wire_names(name: str) -> N
         ) == {k: str(v) for k, v in expected.items()}
     else:
         assert request.body is None
+        if op.auth is Auth.BEARER:
+            # The access token goes in the Authorization header, and nowhere else.
+            token = expected.pop("access_token")
+            assert request.headers is not None
+            assert request.headers["Authorization"] == f"Bearer {token}"
+            assert token not in str(request.url)
         assert dict(request.url.query) == {k: str(v) for k, v in expected.items()}
 
 

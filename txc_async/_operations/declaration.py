@@ -144,7 +144,9 @@ class Operation(Generic[R]):
     against (from its path). ``tag`` is the documentation's group of
     operations (``"main_account"``, ``"mining"``, ...), ``summary`` says what it does in one
     line. ``params`` are its parameters, ``rules`` the rules across them, and
-    ``secret_params`` the wire names of the secret ones. ``unsendable`` says why this version
+    ``secret_params`` the wire names of the secret ones. ``deprecated`` says, citing the
+    service's documentation, when and why the service stops serving it (a ``DeprecationWarning``
+    when it is called). ``unsendable`` says why this version
     cannot send it as the service expects (empty when it can): a call is then refused before
     anything is sent.
 
@@ -166,6 +168,7 @@ class Operation(Generic[R]):
     params: tuple[Param, ...] = ()
     rules: tuple[Rule, ...] = ()
     unsendable: str = ""
+    deprecated: str = ""
     group: str = field(init=False)
     secret_params: tuple[str, ...] = field(init=False)
     _entries: dict[str, _Entry] = field(init=False, repr=False, compare=False)

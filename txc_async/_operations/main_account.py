@@ -120,7 +120,7 @@ BALANCE_OF_TICKER: Operation[Decimal | dict[str, Decimal]] = dataclasses.replace
 INVESTMENTS: Operation[InvestmentsPage] = Operation(
     name="investments_history", method="POST", path="/api/v4/main-account/smart/investments",
     auth=Auth.SIGNED, retry_safe=True, decode=AnswerDecoder(InvestmentsPage, _same, write=False),
-    scope="investments", rate_limit=RateLimit(1000, 10.0), tag="main_account",
+    scope="investments", rate_limit=RateLimit(1000, 10.0), tag="lending",
     summary="one page of the fixed-lending investments (B2B partner keys)",
     params=(
         Param("id", kind="text", check=text(max_length=128), metavar="ID",

@@ -4,9 +4,13 @@ and the operations this version cannot send. Read by ``generator/generate.py``."
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ALIASES",
+    "BEARER_TOKEN",
     "DROPPED_PARAMS",
+    "EXTRA_PARAMS",
     "GROUP_OF_TAG",
     "HAND_DECLARED",
     "NOT_DECIMAL",
@@ -102,8 +106,10 @@ WRITES: frozenset[str] = frozenset({
     "set_mining_payout_destination", "create_mining_watcher_link", "create_mining_account",
     # travel rule
     "submit_travel_rule_deposit_verification",
-    # OAuth
-    "oauth2_token", "oauth2_refresh_token", "delete_oauth2_api_key",
+    # OAuth. The API key's secret is answered exactly once: asked again, the service answers
+    # 409 and the key must be deleted (whitebit-exchange/docs, branch stage,
+    # guides/fast-api-key-via-oauth.mdx), so a lost answer is not asked again either.
+    "oauth2_token", "oauth2_refresh_token", "delete_oauth2_api_key", "oauth2_api_key_secret",
 })
 
 #: Parameters whose values are secrets (masked in errors, never on a command line), by
@@ -112,6 +118,7 @@ SECRET_PARAMS: frozenset[tuple[str, str]] = frozenset({
     # openapi/oauth2.yaml, /oauth2/token: the application's secret and a one-time grant
     ("oauth2_token", "client_secret"),
     ("oauth2_token", "code"),
+    ("oauth2_token", "code_verifier"),
     # openapi/private/main_api_v4.yaml, applyCode: a code is money to whoever holds it
     ("apply_code", "code"),
 })
@@ -144,8 +151,21 @@ UNSENDABLE: dict[str, str] = {
     # openapi/private/main_api_v4.yaml, /api/card-token: a JWT Authorization header and its
     # own host, https://fgw.whitebit.com
     "issue_card_token": "it needs a JWT bearer token and the host https://fgw.whitebit.com",
-    # openapi/oauth2.yaml, /oauth2/api-key/*: an OAuth access token as a bearer header
-    "oauth2_api_key_info": "it needs an OAuth access token as a bearer header",
-    "oauth2_api_key_secret": "it needs an OAuth access token as a bearer header",
-    "delete_oauth2_api_key": "it needs an OAuth access token as a bearer header",
+}
+
+#: Operations authenticated by an OAuth access token in an ``Authorization: Bearer`` header
+#: (openapi/oauth2.yaml, /oauth2/api-key/*): the caller gives it as the secret parameter
+#: ``access_token``, which is sent in that header and nowhere else.
+BEARER_TOKEN: frozenset[str] = frozenset({
+    "oauth2_api_key_info", "oauth2_api_key_secret", "delete_oauth2_api_key",
+})
+
+#: Parameters the pinned documents do not list yet, by operation, as facts' parameters are
+#: written. ``code_verifier``: the PKCE verifier of the Fast API Key flow's token exchange
+#: (whitebit-exchange/docs, branch stage, guides/fast-api-key-via-oauth.mdx: "POST to
+#: /oauth2/token with client_id, client_secret, code, and code_verifier"; RFC 7636, section
+#: 4.1: 43 to 128 characters).
+EXTRA_PARAMS: dict[str, list[dict[str, Any]]] = {
+    "oauth2_token": [{"in": "body", "name": "code_verifier", "required": False,
+                      "schema": {"type": "string", "minLength": 43, "maxLength": 128}}],
 }

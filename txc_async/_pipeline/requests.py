@@ -21,6 +21,9 @@ from .._version import __version__
 __all__ = ["Requests", "default_user_agent", "mask_carried_secrets"]
 
 _FORM = Auth.FORM
+_BEARER = Auth.BEARER
+#: The parameter that carries an operation's bearer token (``Auth.BEARER``).
+BEARER_PARAM = "access_token"
 #: A parameter of a path: ``{market}``.
 _PATH_PARAM = re.compile(r"\{(\w+)\}")
 _SIGNING_HEADERS = ("X-TXC-APIKEY", "X-TXC-PAYLOAD", "X-TXC-SIGNATURE")
@@ -77,6 +80,14 @@ class Requests:
             return url, headers, body
         if op.auth is _FORM:
             return url, self._form_headers, urllib.parse.urlencode(params).encode()
+        if op.auth is _BEARER:
+            # The caller's access token goes in the header, and nowhere else.
+            params = dict(params)
+            token = params.pop(BEARER_PARAM)
+            headers = {**self._plain_headers, "Authorization": f"Bearer {token}"}
+            if params:
+                url = url.with_query({k: str(v) for k, v in params.items()})
+            return url, headers, None
         if params:
             url = url.with_query({k: str(v) for k, v in params.items()})
         return url, self._plain_headers, None

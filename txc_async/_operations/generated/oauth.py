@@ -44,6 +44,10 @@ OAUTH2_TOKEN: Operation[models.Oauth2TokenAnswer] = Operation(
             "code", kind="text", wire=("code",), required=True, check=text(1024, 1), secret=True,
             help="text, 1 to 1024 characters, e.g. AUTHORIZATION_CODE",
         ),
+        Param(
+            "code_verifier", kind="text", wire=("code_verifier",), check=text(128, 43), secret=True,
+            help="text, 43 to 128 characters (default: the service's)",
+        ),
     ),
 )
 OAUTH2_API_KEY_INFO: Operation[models.Oauth2ApiKeyInfoAnswer] = Operation(
@@ -52,13 +56,18 @@ OAUTH2_API_KEY_INFO: Operation[models.Oauth2ApiKeyInfoAnswer] = Operation(
     retry_safe=True, decode=GeneratedAnswer("oauth", "oauth2_api_key_info", write=False),
     scope="oauth2_api_key_info", rate_limit=RateLimit(10000, 10.0), tag="oauth",
     summary="GET /oauth2/api-key/info",
-    unsendable="it needs an OAuth access token as a bearer header",
+    params=(
+        Param(
+            "access_token", kind="text", wire=("access_token",), required=True, check=text(4096, 1),
+            secret=True, help="an OAuth access token (sent as a bearer header only)",
+        ),
+    ),
 )
 OAUTH2_API_KEY_SECRET: Operation[models.Oauth2ApiKeySecretAnswer] = Operation(
     # No limit stated: its group's (api-reference/rate-limits.mdx).
     name="oauth2_api_key_secret", method="GET", path="/oauth2/api-key/{externalId}/secret",
-    auth=Auth.BEARER, retry_safe=True,
-    decode=GeneratedAnswer("oauth", "oauth2_api_key_secret", write=False, secret_answer=True),
+    auth=Auth.BEARER, retry_safe=False,
+    decode=GeneratedAnswer("oauth", "oauth2_api_key_secret", write=True, secret_answer=True),
     scope="oauth2_api_key_secret", rate_limit=RateLimit(10000, 10.0), tag="oauth",
     summary="GET /oauth2/api-key/{externalId}/secret",
     params=(
@@ -66,8 +75,11 @@ OAUTH2_API_KEY_SECRET: Operation[models.Oauth2ApiKeySecretAnswer] = Operation(
             "external_id", kind="text", wire=("externalId",), required=True,
             check=pattern(_UUID, _UUID_RULE), help="a UUID",
         ),
+        Param(
+            "access_token", kind="text", wire=("access_token",), required=True, check=text(4096, 1),
+            secret=True, help="an OAuth access token (sent as a bearer header only)",
+        ),
     ),
-    unsendable="it needs an OAuth access token as a bearer header",
 )
 DELETE_OAUTH2_API_KEY: Operation[models.DeleteOauth2ApiKeyAnswer] = Operation(
     # No limit stated: its group's (api-reference/rate-limits.mdx).
@@ -81,6 +93,9 @@ DELETE_OAUTH2_API_KEY: Operation[models.DeleteOauth2ApiKeyAnswer] = Operation(
             "external_id", kind="text", wire=("externalId",), required=True,
             check=pattern(_UUID, _UUID_RULE), help="a UUID",
         ),
+        Param(
+            "access_token", kind="text", wire=("access_token",), required=True, check=text(4096, 1),
+            secret=True, help="an OAuth access token (sent as a bearer header only)",
+        ),
     ),
-    unsendable="it needs an OAuth access token as a bearer header",
 )
