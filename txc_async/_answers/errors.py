@@ -58,10 +58,11 @@ _LACKS: tuple[tuple[str, str], ...] = (
      "the account or the API key is not allowed this action (a feature not enabled for it, such "
      "as the mining pool for the mining endpoints)"),
 )
-# A 403 with any other message: a permission the key's account lacks.
+# A 403 with any other message, or none: a permission the key's account lacks (express
+# withdraw's 403, documented without a body: main_api_v4.yaml).
 _LACKS_AT_403 = (
     "the account or the API key is not allowed this endpoint (a feature or an access not "
-    "enabled for it)"
+    "enabled for it, or an address the key does not allow)"
 )
 # A 401 or a 403 whose message is about the request's signing is the key's or the signer's
 # failure (data/error-codes.yaml, authErrors), not a permission.
@@ -168,6 +169,18 @@ def _is_message_list_map(data: object) -> bool:
     )
 
 
+def _is_message_map(data: object) -> bool:
+    """``{field: [message, ...]}`` or ``{field: message}``."""
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(m, str) for m in v))
+            for v in data.values()
+        )
+    )
+
+
 def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError | None:
     """The error an answer body describes, recognised by its shape; None when it is not one.
 
@@ -212,8 +225,18 @@ def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError 
         message = "; ".join(_messages(data["error"])) or "error"
         refusal = _refusal_for_place_or_access(status, message, code, errors)
         return refusal or ApiError(message, status=status, errors={})
-    elif _is_message_list_map(data) and status >= 400:
-        # Flat {field: [message]}.
+    elif status >= 400 and (
+        isinstance(data.get("message"), str) or _is_message_list_map(data.get("errors"))
+    ):
+        # A message alone ({"message": "API key not found"}) or field messages alone
+        # ({"errors": {field: [message]}}), with an error status (the sub-account API keys'
+        # and unconfirmed withdrawals' answers, openapi/private/main_api_v4.yaml).
+        message = _text(data["message"]) if isinstance(data.get("message"), str) \
+            else "Validation failed"
+        errors = _field_errors(data.get("errors"))
+    elif _is_message_map(data) and status >= 400:
+        # Flat {field: [message]}, or {field: message} (funding-history's, in
+        # openapi/public/http-v4.yaml).
         errors = _field_errors(data)
         refusal = _refusal_for_place_or_access(status, "Validation failed", code, errors)
         return refusal or ValidationError("Validation failed", status=status, errors=errors)
@@ -265,6 +288,8 @@ def _error_without_body(status: int) -> TxcError:
     if status in _REGION_REASONS:
         return RegionBlockedError("request refused", status=status,
                                   reason=_REGION_REASONS[status])
+    if status == 403:
+        return PermissionDeniedError("access refused", status=status, lacks=_LACKS_AT_403)
     if status == 401:
         # The gateway's refusal of the key, the signature or the nonce, with no body to say.
         return AuthenticationError("unauthorized: the key, its signature or the nonce was "
