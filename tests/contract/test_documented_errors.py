@@ -106,6 +106,7 @@ def test_a_documented_error_raises_its_typed_error(example: Documented) -> None:
     error = read_error(example)
     where = f"{example.id} ({example.source}, {example.documented_in})"
     assert type(error) is expected_error(example), f"{where}: {error!r}"
+    assert isinstance(error, ApiError | TransportError), where
     assert error.status == example.status, where
     assert str(error).startswith(txc_async.OPERATIONS[example.operation].name + ":")
     if not isinstance(error, ApiError):
