@@ -314,9 +314,11 @@ def decode_answer(
 
     Raises `RateLimited` / `NonceRefused` for refusals the client retries itself,
     [`AnswerFormatError`][txc_async.AnswerFormatError] for a success answer that cannot be read,
+    [`ServiceMaintenanceError`][txc_async.ServiceMaintenanceError] for a 503 without a JSON body,
     [`TransportError`][txc_async.TransportError] for other answers with no usable content,
     [`ApiError`][txc_async.ApiError] subclasses for error bodies (whatever the status, 2xx
-    included).
+    included) and for the refusals a status says alone (453 and 451: a region block; 401;
+    403: a permission the account lacks).
     """
     status, headers, body = raw
     if 200 <= status < 300:
