@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import error_codes  # the table of the error codes' meanings (generator/error_codes.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -740,6 +742,7 @@ def generate() -> dict[Path, str]:
         f'{HEADER.format(source=source)}\n"""\n'
     )
     files[DECLARATIONS / "index.py"] = render_index(catalogue, limits, source)
+    files.update(error_codes.files(overrides.ALIASES))
     return files
 
 

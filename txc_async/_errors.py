@@ -10,8 +10,11 @@ __all__ = [
     "ApiError",
     "AuthenticationError",
     "InvalidParameterError",
+    "PermissionDeniedError",
     "RateLimitError",
+    "RegionBlockedError",
     "RequestTimeout",
+    "ServiceMaintenanceError",
     "TransportError",
     "TxcError",
     "ValidationError",
@@ -66,8 +69,14 @@ class ApiError(TxcError):
     """The server answered with an error body.
 
     ``status`` is the HTTP status, ``code`` the error code of the body (``None`` when the body has
-    none), ``message`` its message and ``errors`` the per-parameter messages.
+    none), ``message`` its message and ``errors`` the per-parameter messages. ``meaning`` is what
+    the operation's page says its ``code`` means (``None`` when the page says nothing of it); the
+    message ends with it.
     """
+
+    #: The operation whose answer this is, as the catalogue names it (the first name attached:
+    #: a walk such as ``iter_...`` names itself over it), which the codes' meanings are keyed by.
+    _answered_by: str | None = None
 
     def __init__(
         self,
@@ -83,12 +92,24 @@ class ApiError(TxcError):
         self.errors: dict[str, list[str]] = errors or {}
         super().__init__(message)
 
+    def _attach_operation(self, name: str, *, outer: bool = False) -> None:
+        if not outer and self._answered_by is None:
+            self._answered_by = name
+        super()._attach_operation(name, outer=outer)
+
+    @property
+    def meaning(self) -> str | None:
+        """What the operation's page says ``code`` means (for the answer's ``status`` when the
+        page lists codes per status), or ``None`` when it does not say, or outside a call."""
+        return documented_meaning(self._answered_by or self.operation, self.status, self.code)
+
     def _describe(self) -> str:
         parts = [self.message or "error"]
         if self.status is not None:
             parts.append(f"HTTP {self.status}")
         if self.code is not None:
-            parts.append(f"code {self.code}")
+            meaning = self.meaning
+            parts.append(f"code {self.code}" + (f": {meaning}" if meaning else ""))
         text = " (" + ", ".join(parts[1:]) + ")" if len(parts) > 1 else ""
         if self.errors:
             fields = "; ".join(f"{k}: {', '.join(v)}" for k, v in self.errors.items())
@@ -108,6 +129,63 @@ class ValidationError(ApiError):
 
 class AuthenticationError(ApiError):
     """Bad key, signature or nonce (401), missing permission (403), or a refused OAuth token."""
+
+
+class PermissionDeniedError(AuthenticationError):
+    """The request was signed correctly, but the account or the API key is not allowed this
+    endpoint or action: not a failure of the library, and the same request is refused again
+    until the account changes.
+
+    Endpoints for B2B partner accounts only (lending, fixed and flex), features enabled per
+    account or per key (the mining pool, express withdraw, an endpoint off in the key's
+    settings), a disabled key, two-factor authentication not enabled: "You don't have
+    permission to use this endpoint", "This action is unauthorized". ``lacks`` says in one
+    line what the account or the key lacks and where to get it; the message ends with it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: int | None = None,
+        errors: dict[str, list[str]] | None = None,
+        lacks: str = "",
+    ) -> None:
+        super().__init__(message, status=status, code=code, errors=errors)
+        self.lacks = lacks
+
+    def _describe(self) -> str:
+        text = super()._describe()
+        return f"{text}; {self.lacks}" if self.lacks else text
+
+
+class RegionBlockedError(ApiError):
+    """The service refused the request for where the account is, not for its parameters'
+    form: the same request is refused again.
+
+    HTTP 453 (an order type, execution flag or BBO role the account's region does not offer,
+    such as a limit order in the EU region; also any order but a post-only limit on a market
+    not yet fully listed), HTTP 451 (margin or futures not offered in the caller's region), or
+    an answer saying "This endpoint is disabled for your region". ``reason`` says which; the
+    message ends with it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: int | None = None,
+        errors: dict[str, list[str]] | None = None,
+        reason: str = "",
+    ) -> None:
+        super().__init__(message, status=status, code=code, errors=errors)
+        self.reason = reason
+
+    def _describe(self) -> str:
+        text = super()._describe()
+        return f"{text}; {self.reason}" if self.reason else text
 
 
 class RateLimitError(ApiError):
@@ -193,6 +271,24 @@ def _answer_message(reason: str, write: bool) -> str:
     return f"the answer could not be read ({reason})"
 
 
+def documented_meaning(operation: str | None, status: int | None, code: int | None) -> str | None:
+    """What the page of ``operation`` says its error ``code`` means in an answer of ``status``:
+    the code listed for that status, else listed for every error answer, else its one meaning
+    across the operation's statuses; ``None`` when the page does not say."""
+    if operation is None or code is None:
+        return None
+    # The table is read the first time a meaning is asked for, never at import.
+    from ._models_generated.error_meanings import MEANINGS
+
+    listed = [(at, text) for number, at, text in MEANINGS.get(operation, ()) if number == code]
+    for wanted in (status, None):
+        for at, text in listed:
+            if at == wanted:
+                return text
+    texts = {text for _, text in listed}
+    return texts.pop() if len(texts) == 1 else None
+
+
 def client_closed(operation: str | None = None) -> TransportError:
     """The error of a call made on a closed client (or reaching a budget's admission once it
     closed): nothing was sent. ``operation`` names the call."""
@@ -204,6 +300,17 @@ def client_closed(operation: str | None = None) -> TransportError:
 
 class RequestTimeout(TransportError, asyncio.TimeoutError):
     """The HTTP exchange took longer than the client's timeout."""
+
+
+class ServiceMaintenanceError(TransportError):
+    """The service is under maintenance: HTTP 503 with the gateway's page instead of a JSON
+    body, the answer of every endpoint while it lasts (the public ``platform_status`` then
+    says ``"system maintenance"``).
+
+    A read was retried as after any 5xx (within ``max_retries``, with backoff) before this is
+    raised; a write is never sent again: the gateway refused it, so it most likely did not take
+    effect, but check (its client order id, the transfer) before sending it once more.
+    """
 
 
 class InvalidParameterError(TxcError, ValueError):

@@ -31,9 +31,11 @@ from txc_async import (
     MiningAccount,
     OAuthToken,
     OrderStatus,
+    PermissionDeniedError,
     PlanStatus,
     PositionSide,
     RewardsPage,
+    ServiceMaintenanceError,
     Side,
     TransportError,
     TxcError,
@@ -320,12 +322,13 @@ EXPECTATIONS: dict[str, Reads | Raises] = {
     "main_balance/422-description": Raises(ValidationError),
     "investments_history/200": Reads(reads_investments),
     "investments_history/invalidFields": Raises(ValidationError),
-    # No lending access on the key's account: a missing permission.
-    "investments_history/403": Raises(AuthenticationError),
+    # No lending access on the key's account (B2B only): a permission the account lacks.
+    "investments_history/403": Raises(PermissionDeniedError),
     "collateral_stop_limit_order/200": Reads(reads_order),
     "collateral_stop_limit_order/400": Raises(ValidationError),
     "collateral_stop_limit_order/422": Raises(ValidationError),
-    "collateral_stop_limit_order/503": Raises(TransportError),
+    # 503 without a body: the gateway's maintenance answer.
+    "collateral_stop_limit_order/503": Raises(ServiceMaintenanceError),
     "create_mining_account/200": Reads(reads_mining_account),
     "create_mining_account/nameTaken": Raises(ValidationError),
     "create_mining_account/maxAccounts": Raises(ValidationError),

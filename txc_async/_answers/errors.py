@@ -13,8 +13,12 @@ from .._errors import (
     AnswerFormatError,
     ApiError,
     AuthenticationError,
+    PermissionDeniedError,
     RateLimitError,
+    RegionBlockedError,
+    ServiceMaintenanceError,
     TransportError,
+    TxcError,
     ValidationError,
 )
 from .._httpdate import parse_http_date
@@ -32,6 +36,50 @@ _decode_any = msgspec.json.Decoder().decode
 _VALIDATION_CODES = frozenset({10, *range(30, 37), *range(111, 117)})
 _THROTTLE_MESSAGES = ("too many attempts",)
 _MAX_MESSAGE = 300
+
+# What an account or a key lacks, by the words of the service's refusal (whitebit-exchange/docs:
+# data/error-codes.yaml, authErrors; faq.mdx, "Lending (Smartplan) endpoint 403 access errors";
+# openapi/private/main_api_v4.yaml: the lending operations' 403, the withdrawals' 412, the
+# sub-account withdrawals' 401). The first whose words the message holds says it.
+_LACKS: tuple[tuple[str, str], ...] = (
+    ("don't have permission to use this endpoint",
+     "the account or the API key has no access to this endpoint: some are for B2B partner "
+     "accounts only (lending, express withdraw), others must be enabled in the key's settings; "
+     "the request itself is well-formed"),
+    ("two-factor",
+     "the account must have two-factor authentication enabled for this action (its security "
+     "settings)"),
+    ("enable your key",
+     "the API key is disabled, or used from an IP address it does not allow: enable it in the "
+     "API settings"),
+    ("api key is not authorized",
+     "the API key is not allowed this action: give it the permission in the API key's settings"),
+    ("this action is unauthorized",
+     "the account or the API key is not allowed this action (a feature not enabled for it, such "
+     "as the mining pool for the mining endpoints)"),
+)
+# A 403 with any other message, or none: a permission the key's account lacks (express
+# withdraw's 403, documented without a body: main_api_v4.yaml).
+_LACKS_AT_403 = (
+    "the account or the API key is not allowed this endpoint (a feature or an access not "
+    "enabled for it, or an address the key does not allow)"
+)
+# A 401 or a 403 whose message is about the request's signing is the key's or the signer's
+# failure (data/error-codes.yaml, authErrors), not a permission.
+_SIGNING_WORDS = ("payload", "signature", "signed", "nonce", "request not provided")
+
+# Refusals for where the account is (whitebit-exchange/docs: concepts/order-types.mdx, "Regional
+# restrictions" and "New-listing window", snippets/RegionalRestrictionNote.jsx; the 451 answers
+# of /api/v4/public/collateral/markets and /futures in openapi/public/http-v4.yaml; the travel
+# rule operations' "This endpoint is disabled for your region" in main_api_v4.yaml).
+_REGION_REASONS = {
+    453: "not available in the account's region (an order type, flag or BBO role it does not "
+         "offer), or on a market not yet fully listed (only a post-only limit order until its "
+         "trading opens)",
+    451: "not offered in the caller's region",
+}
+_REGION_WORDS = "disabled for your region"
+_REGION_REASON = "the endpoint is disabled for the account's region"
 
 
 class RateLimited(Exception):
@@ -121,6 +169,18 @@ def _is_message_list_map(data: object) -> bool:
     )
 
 
+def _is_message_map(data: object) -> bool:
+    """``{field: [message, ...]}`` or ``{field: message}``."""
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(m, str) for m in v))
+            for v in data.values()
+        )
+    )
+
+
 def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError | None:
     """The error an answer body describes, recognised by its shape; None when it is not one.
 
@@ -162,18 +222,33 @@ def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError 
         # Field messages under data, from another operation: classified as any refusal.
         message = messages or "request refused"
     elif set(data) == {"error"}:
-        return ApiError(
-            "; ".join(_messages(data["error"])) or "error", status=status, errors={}
-        )
-    elif _is_message_list_map(data) and status >= 400:
-        # Flat {field: [message]}.
-        return ValidationError("Validation failed", status=status, errors=_field_errors(data))
+        message = "; ".join(_messages(data["error"])) or "error"
+        refusal = _refusal_for_place_or_access(status, message, code, errors)
+        return refusal or ApiError(message, status=status, errors={})
+    elif status >= 400 and (
+        isinstance(data.get("message"), str) or _is_message_list_map(data.get("errors"))
+    ):
+        # A message alone ({"message": "API key not found"}) or field messages alone
+        # ({"errors": {field: [message]}}), with an error status (the sub-account API keys'
+        # and unconfirmed withdrawals' answers, openapi/private/main_api_v4.yaml).
+        message = _text(data["message"]) if isinstance(data.get("message"), str) \
+            else "Validation failed"
+        errors = _field_errors(data.get("errors"))
+    elif _is_message_map(data) and status >= 400:
+        # Flat {field: [message]}, or {field: message} (funding-history's, in
+        # openapi/public/http-v4.yaml).
+        errors = _field_errors(data)
+        refusal = _refusal_for_place_or_access(status, "Validation failed", code, errors)
+        return refusal or ValidationError("Validation failed", status=status, errors=errors)
     else:
         return None
 
     lowered = message.lower()
     if any(t in lowered for t in _THROTTLE_MESSAGES):
         return RateLimitError(message, status=status, code=code, errors=errors)
+    refusal = _refusal_for_place_or_access(status, message, code, errors)
+    if refusal is not None:
+        return refusal
     if status in (401, 403):
         return AuthenticationError(message, status=status, code=code, errors=errors)
     if (
@@ -186,6 +261,50 @@ def error_from_body(status: int, data: object, oauth: bool = False) -> ApiError 
     return ApiError(message, status=status, code=code, errors=errors)
 
 
+def _refusal_for_place_or_access(
+    status: int, message: str, code: int | None, errors: dict[str, list[str]]
+) -> ApiError | None:
+    """A refusal for where the account is (`RegionBlockedError`) or for what it may do
+    (`PermissionDeniedError`), told by the status and the service's words; None for any
+    other error."""
+    lowered = message.lower()
+    texts = [lowered, *(m.lower() for ms in errors.values() for m in ms)]
+    if status in _REGION_REASONS or any(_REGION_WORDS in text for text in texts):
+        reason = _REGION_REASONS.get(status, _REGION_REASON)
+        return RegionBlockedError(message, status=status, code=code, errors=errors,
+                                  reason=reason)
+    for words, lacks in _LACKS:
+        if words in lowered:
+            return PermissionDeniedError(message, status=status, code=code, errors=errors,
+                                         lacks=lacks)
+    if status == 403 and not any(words in lowered for words in _SIGNING_WORDS):
+        return PermissionDeniedError(message, status=status, code=code, errors=errors,
+                                     lacks=_LACKS_AT_403)
+    return None
+
+
+def _error_without_body(status: int) -> TxcError:
+    """The error of an error status whose answer has no JSON body."""
+    if status in _REGION_REASONS:
+        return RegionBlockedError("request refused", status=status,
+                                  reason=_REGION_REASONS[status])
+    if status == 403:
+        return PermissionDeniedError("access refused", status=status, lacks=_LACKS_AT_403)
+    if status == 401:
+        # The gateway's refusal of the key, the signature or the nonce, with no body to say.
+        return AuthenticationError("unauthorized: the key, its signature or the nonce was "
+                                   "refused", status=status)
+    if status == 503:
+        return ServiceMaintenanceError(
+            "the service is under maintenance: the gateway answered without a JSON body "
+            "(the public platform_status says \"system maintenance\" while it lasts)",
+            status=status,
+        )
+    if status >= 500:
+        return TransportError("server error", status=status)
+    return TransportError("the answer is not JSON", status=status)
+
+
 def decode_answer(
     raw: RawResponse, decode: Callable[[bytes], T], signed: bool = True, oauth: bool = False
 ) -> T:
@@ -195,9 +314,11 @@ def decode_answer(
 
     Raises `RateLimited` / `NonceRefused` for refusals the client retries itself,
     [`AnswerFormatError`][txc_async.AnswerFormatError] for a success answer that cannot be read,
+    [`ServiceMaintenanceError`][txc_async.ServiceMaintenanceError] for a 503 without a JSON body,
     [`TransportError`][txc_async.TransportError] for other answers with no usable content,
     [`ApiError`][txc_async.ApiError] subclasses for error bodies (whatever the status, 2xx
-    included).
+    included) and for the refusals a status says alone (453 and 451: a region block; 401;
+    403: a permission the account lacks).
     """
     status, headers, body = raw
     if 200 <= status < 300:
@@ -257,15 +378,12 @@ def decode_answer(
             )
         )
     data = _try_json(body)
-    if status >= 500:
-        detail = ""
-        if data is not None:
-            found = error_from_body(status, data, oauth)
-            if found is not None:
-                detail = f": {found.message}"
-        raise TransportError(f"server error{detail}", status=status)
     if data is None:
-        raise TransportError("the answer is not JSON", status=status)
+        raise _error_without_body(status)
+    if status >= 500:
+        found = error_from_body(status, data, oauth)
+        detail = f": {found.message}" if found is not None else ""
+        raise TransportError(f"server error{detail}", status=status)
     error = error_from_body(status, data, oauth)
     if error is None:
         error = ApiError("unexpected error answer", status=status)
