@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from . import _models, _operations
-from ._backfill.mining_rewards import backfill_mining_rewards
 from ._errors import (
     AnswerFormatError,
     ApiError,
@@ -26,9 +25,6 @@ from ._errors import (
 )
 from ._limiters.base import Admission, Limiter, Outcome, RateLimit
 from ._limiters.memory import InProcessLimiter
-from ._limiters.redis import RedisLimiter
-from ._limiters.sqlite import SQLiteLimiter
-from ._limiters.url import limiter_from_url
 from ._models import (
     CollateralOrder,
     FixedPlan,
@@ -59,13 +55,23 @@ from ._transports.mock import MockRequest, MockTransport
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from ._backfill.mining_rewards import backfill_mining_rewards
     from ._client import Client
+    from ._limiters.redis import RedisLimiter
+    from ._limiters.sqlite import SQLiteLimiter
+    from ._limiters.url import limiter_from_url
     from ._pipeline.recording import RequestRecord
 else:
     # The client and the request pipeline import aiohttp, which takes most of the time of
-    # importing the package: they are imported when first used, so that a program that only
-    # needs the models, the errors or the command line's help starts without it.
-    _LAZY = {"Client": "._client", "RequestRecord": "._pipeline.recording"}
+    # importing the package, and the backfill and the shared limiters are more than most
+    # programs use: each is imported when first used, so that a program that only needs the
+    # models, the errors or the command line's help starts without them.
+    _LAZY = {
+        "Client": "._client", "RequestRecord": "._pipeline.recording",
+        "backfill_mining_rewards": "._backfill.mining_rewards",
+        "RedisLimiter": "._limiters.redis", "SQLiteLimiter": "._limiters.sqlite",
+        "limiter_from_url": "._limiters.url",
+    }
 
     def __getattr__(name: str) -> object:
         module = _LAZY.get(name)

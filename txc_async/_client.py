@@ -23,7 +23,6 @@ from ._errors import (
     client_closed,
 )
 from ._limiters.base import Limiter, RateLimit
-from ._limiters.url import limiter_from_url
 from ._methods.groups import MethodGroups
 from ._methods.hand import HandMethods
 from ._nonces.clock import SYSTEM_CLOCK, LocalClock
@@ -68,6 +67,8 @@ def _env_limiter(env: Mapping[str, str]) -> Limiter | None:
     url = env.get("TXC_LIMITER")
     if not url:
         return None
+    from ._limiters.url import limiter_from_url
+
     try:
         return limiter_from_url(url)
     except ValueError as exc:

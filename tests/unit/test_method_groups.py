@@ -180,3 +180,24 @@ async def test_a_walk_names_its_operation_in_its_errors_and_checks_filters_first
         with pytest.raises(txc_async.InvalidParameterError, match="market"):
             async for _ in client.spot.iter_get_active_orders(market=""):
                 pass
+
+
+def test_the_client_loads_no_group_until_one_is_used() -> None:
+    import subprocess
+    import sys
+
+    program = (
+        "import sys, txc_async\n"
+        "txc_async.Client\n"
+        "heavy = ('txc_async._methods.spot', 'txc_async._operations.generated.spot',\n"
+        "         'txc_async._models_generated.spot', 'txc_async._backfill',\n"
+        "         'txc_async._limiters.redis', 'txc_async._limiters.sqlite', 'sqlite3')\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+        "client = txc_async.Client()\n"
+        "client.spot.create_limit_order\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == [
+        "[]", "['txc_async._methods.spot', 'txc_async._operations.generated.spot']"]
