@@ -208,11 +208,13 @@ class CollateralOrder(
     The service writes ``orderId``, ``clientOrderId``, ``dealMoney``, ``dealStock`` and
     ``dealFee`` (whitebit-exchange/docs, ``openapi/private/http-trade-v4.yaml``, corrected in
     that repository's commit 9116e40: "the server has always used camelCase"); the API's first
-    specification writes them in snake_case. Either spelling reads.
+    specification writes them in snake_case. Each field reads in whichever spelling it comes,
+    one answer may mix them, and a field in both reads when they agree or one is empty or null.
     """
 
     #: The second spelling of each field that has one (the first specification's), read where
-    #: the first is missing. Both spellings of one field in one answer make it unreadable.
+    #: the first is missing, empty or null. Both spellings of one field with two different
+    #: values make the answer unreadable.
     wire_aliases: ClassVar[Mapping[str, str]] = {
         "orderId": "order_id", "clientOrderId": "client_order_id", "dealMoney": "deal_money",
         "dealStock": "deal_stock", "dealFee": "deal_fee",

@@ -105,6 +105,59 @@ def test_unlisted_enum_values_read_as_the_wire_value() -> None:
     assert listed.position_side is PositionSide.LONG
 
 
+def camel_order(**changes: Any) -> dict[str, Any]:
+    """`order_answer` with ``orderId`` in the service's camelCase, the rest as given."""
+    answer = order_answer()
+    answer["orderId"] = answer.pop("order_id")
+    return answer | changes
+
+
+async def test_one_answer_mixing_the_spellings_reads_every_field() -> None:
+    # orderId as the service writes it, deal_* and client_order_id as the first specification.
+    client, _ = make_client(RawResponse(200, {}, encode(camel_order(
+        deal_money="12.5", deal_stock="0.0005", deal_fee="0.0125"))))
+    order = await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert order.order_id == 4180284841
+    assert order.client_order_id == "my-1"
+    assert (order.deal_money, order.deal_stock, order.deal_fee) == (
+        Decimal("12.5"), Decimal("0.0005"), Decimal("0.0125"))
+
+
+@pytest.mark.parametrize("changes", [
+    {"dealFee": None, "deal_fee": "0.0125"},
+    {"dealFee": "0.0125", "deal_fee": None},
+    {"dealFee": "", "deal_fee": "0.0125"},
+    {"dealFee": "0.01250", "deal_fee": "0.0125"},  # the same amount, written two ways
+    {"clientOrderId": "", "client_order_id": "my-1"},
+    {"clientOrderId": "my-1", "client_order_id": None},
+    {"order_id": None},
+])
+async def test_a_field_in_both_spellings_one_empty_or_null_reads_the_other(
+    changes: dict[str, Any],
+) -> None:
+    client, transport = make_client(RawResponse(200, {}, encode(camel_order(**changes))))
+    order = await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert order.order_id == 4180284841
+    assert order.client_order_id == "my-1"
+    assert order.deal_fee == (Decimal("0.0125") if "dealFee" in changes else Decimal("0"))
+    assert len(transport.sent) == 1
+
+
+@pytest.mark.parametrize("changes", [
+    {"dealFee": "0.5", "deal_fee": "0.0125"},
+    {"clientOrderId": "my-2"},
+    {"order_id": 7},
+])
+async def test_a_field_in_both_spellings_with_two_values_is_refused_as_maybe_placed(
+    changes: dict[str, Any],
+) -> None:
+    client, transport = make_client(RawResponse(200, {}, encode(camel_order(**changes))))
+    with pytest.raises(AnswerFormatError, match="two different values") as caught:
+        await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert caught.value.may_have_reached_server
+    assert len(transport.sent) == 1
+
+
 def investment(**changes: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": "inv-1", "status": 1, "created": 1, "updated": 2, "paymentTime": 3,
