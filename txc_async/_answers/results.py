@@ -41,7 +41,27 @@ W = TypeVar("W")
 _STRICT_FAILURES = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError,
                     RecursionError)
 
-_decode_json = msgspec.json.Decoder(float_hook=Decimal).decode
+
+
+class _Beyond:
+    """A JSON number whose exponent no ``Decimal`` can hold (``1e999999999999999999999``): an
+    unreadable value where a number is documented, and no reason to lose the rest of the answer
+    (a token answer's new refresh token) where none is."""
+
+    __slots__ = ()
+
+
+_BEYOND = _Beyond()
+
+
+def _decimal_or_beyond(text: str) -> Decimal | _Beyond:
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        return _BEYOND
+
+
+_decode_json = msgspec.json.Decoder(float_hook=_decimal_or_beyond).decode
 
 _Check = Callable[[Iterable[Any]], bool]
 _is_finite = Decimal.is_finite
@@ -252,9 +272,6 @@ class AnswerDecoder(Generic[W, R]):
             data = _decode_json(body)
         except _STRICT_FAILURES:
             reason = "not JSON"
-        except ArithmeticError:
-            # A JSON number whose exponent no Decimal can hold (1e999999999999999999999).
-            reason = "a number beyond what a decimal can hold"
         else:
             try:
                 value: W = _convert(self._info, data, "$")
@@ -272,7 +289,7 @@ class AnswerDecoder(Generic[W, R]):
             return body
         try:
             data = _decode_json(body)
-        except (*_STRICT_FAILURES, ArithmeticError):
+        except _STRICT_FAILURES:
             return b""
         try:
             return msgspec.json.encode(_mask(data))
@@ -281,7 +298,7 @@ class AnswerDecoder(Generic[W, R]):
 
 
 def _mask(data: object) -> object:
-    if isinstance(data, str):
+    if isinstance(data, str | _Beyond):
         return "***"
     if isinstance(data, dict):
         return {k: _mask(v) for k, v in data.items()}
@@ -291,6 +308,8 @@ def _mask(data: object) -> object:
 
 
 def _finite_decimal(value: object, path: str) -> Decimal:
+    if value is _BEYOND:
+        raise _Unfit(path, "a number beyond what a decimal can hold")
     if isinstance(value, Decimal):
         number = value
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -310,6 +329,8 @@ def _finite_decimal(value: object, path: str) -> Decimal:
 def _kind(value: object) -> str:
     if value is None:
         return "null"
+    if value is _BEYOND:
+        return "a number beyond what a decimal can hold"
     return {bool: "a boolean", int: "an integer", str: "a string", list: "an array",
             dict: "an object", Decimal: "a number"}.get(type(value), type(value).__name__)
 
@@ -338,6 +359,8 @@ def _convert(info: mi.Type, value: Any, path: str) -> Any:
             except _Unfit:
                 continue
         raise _Unfit(path, f"unexpected {_kind(value)}")  # pragma: no cover
+    if isinstance(info, mi.AnyType):
+        return value  # a field taken as it comes: the result function reads it
     if isinstance(info, mi.NoneType):
         if value is None:
             return None

@@ -12,7 +12,7 @@ __all__ = ["REFRESH_OAUTH_TOKEN"]
 
 
 def _oauth(answer: _OAuthEnvelope) -> OAuthToken:
-    return answer.data
+    return answer.data.token()
 
 
 REFRESH_OAUTH_TOKEN: Operation[OAuthToken] = Operation(
