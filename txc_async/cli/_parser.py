@@ -288,7 +288,7 @@ def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:
     backfill.add_argument("--concurrency", type=types.concurrency, default=8,
                           help="pieces walked at once")
     backfill.add_argument(
-        "--limiter", type=types.limiter, default=LimiterDefault(),
+        "--limiter", type=types.limiter_argument, default=LimiterDefault(),
         help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
         "(every process of this machine), redis://host:port/db (every machine) or memory:// "
         "(this run only) (environment: TXC_LIMITER)",
