@@ -429,7 +429,7 @@ def test_a_named_profile_gives_the_credentials_and_wins_over_the_environment(
     monkeypatch.setenv("TXC_API_SECRET", box.api_secret)
     code, _, err = run(capsys, "--profile", "wrong", "balance")
     assert code == 1
-    note, *rest = err.splitlines()
+    note = err.splitlines()[0]
     assert note == ("txc-async: note: --profile wrong is used as it is: TXC_API_KEY, "
                     "TXC_API_SECRET set in the environment are ignored")
     assert box.api_secret not in err

@@ -15,9 +15,13 @@ import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ._arguments import PROG, UsageError
 from ._parser import build_parser
+
+if TYPE_CHECKING:
+    from ._execute import RunState
 
 
 def describe(exc: BaseException) -> str:
@@ -84,16 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _completion(args.shell)
     import asyncio
 
-    from ._execute import RunState
-
-    state = RunState()
+    state: RunState | None = None
     try:
+        # Imported here: an interruption while the library loads is an interruption too.
+        from ._execute import RunState
+
+        state = RunState()
         with _log_records_in_one_line():
             return asyncio.run(_run(args, state))
     except KeyboardInterrupt:
         return _interrupted(args, state)
     except asyncio.CancelledError:
-        if not state.terminated:
+        if state is None or not state.terminated:
             raise
         return _interrupted(args, state)
     except BrokenPipeError:
@@ -134,13 +140,12 @@ def _log_records_in_one_line() -> Iterator[None]:
         root.removeHandler(handler)
 
 
-def _interrupted(args: argparse.Namespace, state: object) -> int:
+def _interrupted(args: argparse.Namespace, state: RunState | None) -> int:
     from ._backfill import resumable
-    from ._execute import RunState
 
-    terminated = isinstance(state, RunState) and state.terminated > 0
+    terminated = state is not None and state.terminated > 0
     how = "terminated (SIGTERM)" if terminated else "interrupted"
-    if isinstance(state, RunState) and state.pending is not None:
+    if state is not None and state.pending is not None:
         write = state.pending
         return _fail(f"{how} while {write.command} was under way: it may have taken "
                      f"effect. {write.check}", 3)
