@@ -50,6 +50,9 @@ def ending_on_sigterm(state: RunState) -> Iterator[None]:
             return
         raise KeyboardInterrupt
 
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # asked to ignore it: it stays so
+        yield
+        return
     try:
         previous = signal.signal(signal.SIGTERM, on_sigterm)
     except ValueError:  # not the main thread (a test's): SIGTERM keeps its handler
@@ -58,7 +61,8 @@ def ending_on_sigterm(state: RunState) -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # None: a handler not set from Python, which cannot be put back; the default is.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 async def run_operation(args: argparse.Namespace, state: RunState) -> int:
