@@ -208,11 +208,13 @@ class CollateralOrder(
     The service writes ``orderId``, ``clientOrderId``, ``dealMoney``, ``dealStock`` and
     ``dealFee`` (whitebit-exchange/docs, ``openapi/private/http-trade-v4.yaml``, corrected in
     that repository's commit 9116e40: "the server has always used camelCase"); the API's first
-    specification writes them in snake_case. Either spelling reads.
+    specification writes them in snake_case. Each field reads in whichever spelling it comes,
+    one answer may mix them, and a field in both reads when they agree or one is empty or null.
     """
 
     #: The second spelling of each field that has one (the first specification's), read where
-    #: the first is missing. Both spellings of one field in one answer make it unreadable.
+    #: the first is missing, empty or null. Both spellings of one field with two different
+    #: values make the answer unreadable.
     wire_aliases: ClassVar[Mapping[str, str]] = {
         "orderId": "order_id", "clientOrderId": "client_order_id", "dealMoney": "deal_money",
         "dealStock": "deal_stock", "dealFee": "deal_fee",
@@ -302,19 +304,23 @@ class Hashrate(msgspec.Struct, frozen=True):
 class OAuthToken(msgspec.Struct, frozen=True, repr_omit_defaults=False):
     """A new OAuth access token and the refresh token that replaces the one used.
 
-    ``expires_in`` is in seconds. The tokens never appear in ``repr`` or ``str``.
+    ``expires_in`` is in seconds. RFC 6749 (section 5.1) makes ``scope`` optional (absent when
+    it is the scope asked for) and ``expires_in`` only recommended: what the answer does not
+    state, or states in a form that cannot be read, is None, and never costs the new refresh
+    token (the server stopped honouring the old one when it answered). The tokens never appear
+    in ``repr`` or ``str``.
     """
 
     access_token: str
-    expires_in: int
+    expires_in: int | None
     refresh_token: str
-    scope: str
-    token_type: str
+    scope: str | None
+    token_type: str | None
 
     @property
     def scopes(self) -> list[str]:
-        """The granted scope names."""
-        return [s.strip() for s in self.scope.split(",") if s.strip()]
+        """The granted scope names (none when the answer does not list them)."""
+        return [s.strip() for s in (self.scope or "").split(",") if s.strip()]
 
     def __rich_repr__(self) -> list[tuple[str, Any]]:
         """The fields as shown, the tokens masked: what rich's pretty printer, log handler and
@@ -343,8 +349,47 @@ class _HashrateEnvelope(msgspec.Struct, frozen=True):
     data: Hashrate | None = None
 
 
+class _OAuthAnswer(msgspec.Struct, frozen=True):
+    # The two tokens, and the rest as it comes: nothing but a missing token makes the answer
+    # unreadable (see OAuthToken).
+    access_token: str
+    refresh_token: str
+    expires_in: Any = None
+    scope: Any = None
+    token_type: Any = None
+
+    def token(self) -> OAuthToken:
+        return OAuthToken(
+            access_token=self.access_token, expires_in=_seconds(self.expires_in),
+            refresh_token=self.refresh_token, scope=_text(self.scope),
+            token_type=_text(self.token_type),
+        )
+
+
+def _seconds(value: object) -> int | None:
+    """A lifetime in seconds: an integer, written as one or as a string of digits; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        return int(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+        return int(value)
+    if (
+        isinstance(value, Decimal) and value.is_finite() and value.adjusted() < 18
+        and value == value.to_integral_value()
+    ):
+        return int(value)
+    return None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class _OAuthEnvelope(msgspec.Struct, frozen=True):
-    data: OAuthToken
+    data: _OAuthAnswer
 
 
 class _Balance(msgspec.Struct, frozen=True, gc=False):

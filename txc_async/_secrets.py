@@ -119,6 +119,10 @@ def url_secrets(url: str) -> list[str]:
         parts = urlsplit(url)
     except ValueError:
         return [url]
+    if not parts.netloc and "@" in url:
+        # Credentials outside the place a URL keeps them (redis:/user:pw@host): all of it, as
+        # `safe_url` shows none of it.
+        return [url]
     found: list[str] = []
     userinfo, at, _ = parts.netloc.rpartition("@")
     if at:

@@ -105,6 +105,59 @@ def test_unlisted_enum_values_read_as_the_wire_value() -> None:
     assert listed.position_side is PositionSide.LONG
 
 
+def camel_order(**changes: Any) -> dict[str, Any]:
+    """`order_answer` with ``orderId`` in the service's camelCase, the rest as given."""
+    answer = order_answer()
+    answer["orderId"] = answer.pop("order_id")
+    return answer | changes
+
+
+async def test_one_answer_mixing_the_spellings_reads_every_field() -> None:
+    # orderId as the service writes it, deal_* and client_order_id as the first specification.
+    client, _ = make_client(RawResponse(200, {}, encode(camel_order(
+        deal_money="12.5", deal_stock="0.0005", deal_fee="0.0125"))))
+    order = await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert order.order_id == 4180284841
+    assert order.client_order_id == "my-1"
+    assert (order.deal_money, order.deal_stock, order.deal_fee) == (
+        Decimal("12.5"), Decimal("0.0005"), Decimal("0.0125"))
+
+
+@pytest.mark.parametrize("changes", [
+    {"dealFee": None, "deal_fee": "0.0125"},
+    {"dealFee": "0.0125", "deal_fee": None},
+    {"dealFee": "", "deal_fee": "0.0125"},
+    {"dealFee": "0.01250", "deal_fee": "0.0125"},  # the same amount, written two ways
+    {"clientOrderId": "", "client_order_id": "my-1"},
+    {"clientOrderId": "my-1", "client_order_id": None},
+    {"order_id": None},
+])
+async def test_a_field_in_both_spellings_one_empty_or_null_reads_the_other(
+    changes: dict[str, Any],
+) -> None:
+    client, transport = make_client(RawResponse(200, {}, encode(camel_order(**changes))))
+    order = await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert order.order_id == 4180284841
+    assert order.client_order_id == "my-1"
+    assert order.deal_fee == (Decimal("0.0125") if "dealFee" in changes else Decimal("0"))
+    assert len(transport.sent) == 1
+
+
+@pytest.mark.parametrize("changes", [
+    {"dealFee": "0.5", "deal_fee": "0.0125"},
+    {"clientOrderId": "my-2"},
+    {"order_id": 7},
+])
+async def test_a_field_in_both_spellings_with_two_values_is_refused_as_maybe_placed(
+    changes: dict[str, Any],
+) -> None:
+    client, transport = make_client(RawResponse(200, {}, encode(camel_order(**changes))))
+    with pytest.raises(AnswerFormatError, match="two different values") as caught:
+        await client.collateral_stop_limit_order(**ORDER_ARGS)
+    assert caught.value.may_have_reached_server
+    assert len(transport.sent) == 1
+
+
 def investment(**changes: Any) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": "inv-1", "status": 1, "created": 1, "updated": 2, "paymentTime": 3,
@@ -267,9 +320,43 @@ async def test_the_kept_body_is_cut() -> None:
     assert caught.value.body == body[:4096]
 
 
+REFRESHED = {"access_token": "AT-new", "refresh_token": "RT-new", "expires_in": 300,
+             "scope": "codes.apply,show.userinfo", "token_type": "Bearer"}
+
+
+@pytest.mark.parametrize(("changes", "read"), [
+    # RFC 6749, section 5.1: scope is optional, expires_in only recommended.
+    ({"scope": None}, {"scope": None}),
+    ({"scope": ...}, {"scope": None}),
+    ({"expires_in": ...}, {"expires_in": None}),
+    ({"expires_in": None, "token_type": None}, {"expires_in": None, "token_type": None}),
+    ({"expires_in": "soon"}, {"expires_in": None}),
+    ({"expires_in": "300"}, {"expires_in": 300}),
+    ({"scope": ["codes.apply"], "token_type": 1}, {"scope": None, "token_type": None}),
+])
+async def test_a_token_answer_lacking_or_garbling_what_is_not_a_token_keeps_the_new_tokens(
+    changes: dict[str, Any], read: dict[str, Any],
+) -> None:
+    answer = {k: v for k, v in (REFRESHED | changes).items() if v is not ...}
+    client, _ = make_client(RawResponse(200, {}, encode({"data": answer})))
+    token = await client.refresh_oauth_token(client_id="c", client_secret="s", refresh_token="t")
+    assert (token.access_token, token.refresh_token) == ("AT-new", "RT-new")
+    expected = {"expires_in": 300, "scope": "codes.apply,show.userinfo", "token_type": "Bearer"}
+    assert {k: getattr(token, k) for k in expected} == expected | read
+    assert token.scopes == ([] if token.scope is None else ["codes.apply", "show.userinfo"])
+
+
+async def test_a_token_answer_with_a_number_beyond_any_decimal_keeps_the_new_tokens() -> None:
+    body = encode({"data": REFRESHED}).replace(b'"expires_in": 300',
+                                               b'"expires_in": ' + HUGE_NUMBER)
+    token = REFRESH_OAUTH_TOKEN.decode(body)
+    assert (token.refresh_token, token.expires_in) == ("RT-new", None)
+
+
 async def test_an_unreadable_oauth_answer_keeps_no_token() -> None:
-    body = encode({"data": {"access_token": "AT-very-secret", "refresh_token": "RT-very-secret",
-                            "expires_in": "soon", "scope": "a", "token_type": "Bearer"}})
+    # No refresh token (a list is not one): there is nothing to keep, and the error masks all.
+    body = encode({"data": {"access_token": "AT-very-secret", "refresh_token": ["RT-very-secret"],
+                            "expires_in": 300, "scope": "a", "token_type": "Bearer"}})
     client, _ = make_client(RawResponse(200, {}, body))
     with pytest.raises(AnswerFormatError) as caught:
         await client.refresh_oauth_token(client_id="c", client_secret="s", refresh_token="t")
@@ -358,14 +445,8 @@ async def test_a_number_beyond_what_a_decimal_holds_is_an_unreadable_answer() ->
     assert caught.value.operation == "collateral_stop_limit_order"
     assert caught.value.__context__ is None and caught.value.__cause__ is None
     assert len(transport.sent) == 1
-    for decode, answer in (
-        (BALANCE.decode, b'{"BTC": {"main_balance": ' + HUGE_NUMBER + b"}}"),
-        (REFRESH_OAUTH_TOKEN.decode, b'{"data": {"access_token": "a", "refresh_token": "r", '
-                                     b'"expires_in": ' + HUGE_NUMBER + b', "scope": "s", '
-                                     b'"token_type": "Bearer"}}'),
-    ):
-        with pytest.raises(AnswerFormatError, match="beyond"):
-            decode(answer)
+    with pytest.raises(AnswerFormatError, match="beyond what a decimal can hold at"):
+        BALANCE.decode(b'{"BTC": {"main_balance": ' + HUGE_NUMBER + b"}}")
 
 
 async def test_a_call_ended_by_an_unforeseen_error_in_decoding_still_concludes_its_admission(

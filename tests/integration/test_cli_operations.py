@@ -405,7 +405,7 @@ def _config(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
     return path
 
 
-def test_a_profile_gives_the_credentials_and_the_environment_wins(
+def test_a_named_profile_gives_the_credentials_and_wins_over_the_environment(
     box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
@@ -422,12 +422,41 @@ def test_a_profile_gives_the_credentials_and_the_environment_wins(
     assert code == 0 and out.startswith("BTC\t"), err
     code, _, err = run(capsys, "--profile", "wrong", "balance")
     assert code == 1
+    assert "ignored" not in err  # nothing in the environment to set aside
+    # The environment's right key does not replace the named profile's: it is set aside, and
+    # the command says so on stderr before it sends anything.
     monkeypatch.setenv("TXC_API_KEY", box.api_key)
     monkeypatch.setenv("TXC_API_SECRET", box.api_secret)
     code, _, err = run(capsys, "--profile", "wrong", "balance")
-    assert code == 0, err
+    assert code == 1
+    note = err.splitlines()[0]
+    assert note == ("txc-async: note: --profile wrong is used as it is: TXC_API_KEY, "
+                    "TXC_API_SECRET set in the environment are ignored")
+    assert box.api_secret not in err
     code, _, err = run(capsys, "--profile", "missing", "balance")
     assert code == 2 and "--profile missing" in err and "sandbox, wrong" in err
+
+
+def test_a_named_profile_is_never_overridden_by_a_sandbox_s_exports(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # The sandbox's export lines are still in the shell (the fixture's TXC_BASE_URL, key and
+    # secret); the "prod" profile leaves base_url out: the service's own.
+    _config(tmp_path, '[profiles.prod]\napi_key = "prod-key-123456"\n'
+                      'api_secret = "prod-secret-123456"\nlimiter = "memory://"\n')
+    code, out, err = run(capsys, "--profile", "prod", *ORDER, "--yes", "--dry-run")
+    assert code == 0, err
+    assert out.startswith(f"POST https://whitebit.com{ORDER_PATH}")
+    assert "prod" in out and box.api_key[:4] not in out
+    assert ("--profile prod is used as it is: TXC_API_KEY, TXC_API_SECRET, TXC_BASE_URL set "
+            "in the environment are ignored") in err
+    assert sent(box) == 0 and not box.stats.orders
+    # Without --profile, the environment still wins over the default profile.
+    _config(tmp_path, '[profiles.default]\napi_key = "prod-key-123456"\n'
+                      'api_secret = "prod-secret-123456"\n')
+    code, out, err = run(capsys, "balance", "--ticker", "BTC")
+    assert code == 0 and out.startswith("BTC\t") and "ignored" not in err
 
 
 def test_a_config_file_others_can_read_is_refused(
@@ -444,10 +473,25 @@ def test_a_config_file_others_can_read_is_refused(
     assert code == 0, err  # the environment's key wins over the default profile's
 
 
+@pytest.mark.parametrize("url", [
+    "redis://:hunter2-pass@127.0.0.1:6379/0", "redis://ops:hunter2-pass@127.0.0.1:6379/0",
+    "rediss://127.0.0.1:6379/0?password=hunter2-pass",
+])
+def test_a_readable_config_file_with_a_limiter_password_is_refused(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], tmp_path: Path, url: str
+) -> None:
+    path = _config(tmp_path, f'[profiles.default]\nlimiter = "{url}"\n', mode=0o644)
+    code, out, err = run(capsys, "ping")
+    assert code == 1 and out == ""
+    assert f"chmod 600 {path}" in err and "hunter2" not in err
+    assert sent(box) == 0
+
+
 def test_a_config_file_without_secrets_may_be_readable(
     box: Sandbox, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    _config(tmp_path, f'[profiles.default]\nbase_url = "{box.url}"\n', mode=0o644)
+    _config(tmp_path, f'[profiles.default]\nbase_url = "{box.url}"\nlimiter = "memory://"\n',
+            mode=0o644)
     assert run(capsys, "ping")[0] == 0
 
 
@@ -556,6 +600,24 @@ def test_the_parsers_formats_are_the_backfills(
     monkeypatch.setenv("TXC_LIMITER", "memory://")
     code, out, _ = run(capsys, "backfill-rewards", "--help")
     assert code == 0 and "(default: memory://)" in out
+
+
+def test_a_limiter_password_is_never_shown_by_help_nor_taken_as_an_argument(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _isolate(monkeypatch, tmp_path)
+    monkeypatch.setenv("TXC_LIMITER", "redis://:hunter2-pass@127.0.0.1:6379/0")
+    code, out, _ = run(capsys, "backfill-rewards", "--help")
+    assert code == 0 and "hunter2" not in out
+    assert "(default: redis://:***@127.0.0.1:6379/0)" in " ".join(out.split())
+    for url in ("redis://:hunter2-pass@127.0.0.1:6379/0", "redis://hunter2-pass@127.0.0.1",
+                "redis://127.0.0.1:6379/0?password=hunter2-pass"):
+        code, _, err = run(capsys, "backfill-rewards", "--start", "2024-01-01", "--end",
+                           "2024-01-02", "--out", str(tmp_path / "r.jsonl"), "--limiter", url)
+        assert code == 2 and "hunter2" not in err and err.count("\n") == 1
+        assert err.startswith("txc-async: error: argument --limiter: ")
+        assert "set TXC_LIMITER, or a profile's limiter, instead" in err
+        assert not (tmp_path / "r.jsonl").exists()
 
 
 async def test_an_order_interrupted_while_under_way_exits_3_and_names_its_id(

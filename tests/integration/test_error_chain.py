@@ -201,7 +201,9 @@ async def test_closed_while_under_way(world: World) -> None:
 
 
 async def test_unreadable_oauth_answer_and_refused_parameters() -> None:
-    answer = json.dumps({"data": {"access_token": "AT-chain-Jx8", "refresh_token": "RT-chain-Hy2",
+    # The refresh token in an object: no token to read (a null expires_in alone would read).
+    answer = json.dumps({"data": {"access_token": "AT-chain-Jx8",
+                                  "refresh_token": {"value": "RT-chain-Hy2"},
                                   "expires_in": None, "scope": "a", "token_type": "Bearer"}})
     transport = MemoryTransport(RawResponse(200, {}, answer.encode()))
     client = txc_async.Client(api_key=KEY, api_secret=SECRET, base_url="https://api.test",

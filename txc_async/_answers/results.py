@@ -3,7 +3,9 @@ path), then a tolerant reading of what the API's documentation leaves open. A no
 never becomes a value either way: the answer is refused with
 [`AnswerFormatError`][txc_async.AnswerFormatError].
 
-Tolerant means: a field may come in either of its spellings (a struct's ``wire_aliases``);
+Tolerant means: a field may come in either of its spellings (a struct's ``wire_aliases``), each
+field read in whichever spelling it comes, and in both when one is empty or null or both say the
+same (two that differ refuse the answer);
 ``""``, ``null`` or a missing value where a decimal or an optional object is documented reads as
 None; a value an enum does not list reads as the plain wire value; ``[]``
 reads as an empty map; unknown fields are ignored; an integer written as a string of digits, or
@@ -39,7 +41,27 @@ W = TypeVar("W")
 _STRICT_FAILURES = (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError,
                     RecursionError)
 
-_decode_json = msgspec.json.Decoder(float_hook=Decimal).decode
+
+
+class _Beyond:
+    """A JSON number whose exponent no ``Decimal`` can hold (``1e999999999999999999999``): an
+    unreadable value where a number is documented, and no reason to lose the rest of the answer
+    (a token answer's new refresh token) where none is."""
+
+    __slots__ = ()
+
+
+_BEYOND = _Beyond()
+
+
+def _decimal_or_beyond(text: str) -> Decimal | _Beyond:
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        return _BEYOND
+
+
+_decode_json = msgspec.json.Decoder(float_hook=_decimal_or_beyond).decode
 
 _Check = Callable[[Iterable[Any]], bool]
 _is_finite = Decimal.is_finite
@@ -133,32 +155,15 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _unique_spellings(
-    aliases: Mapping[str, str],
-) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
-    """Like `_unique`, and a key written in both of its spellings (``orderId`` and
-    ``order_id``) with two different values is named twice as well."""
-
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = _unique(pairs)
-        for first, second in aliases.items():
-            if first in obj and second in obj and obj[first] != obj[second]:
-                raise _Twice
-        return obj
-
-    return unique
-
-
-def has_duplicate_keys(body: bytes, aliases: Mapping[str, str] | None = None) -> bool | None:
+def has_duplicate_keys(body: bytes) -> bool | None:
     """Whether an object of the JSON ``body`` names a key twice (msgspec, like most JSON readers,
-    keeps the last one silently), or with ``aliases`` (first spelling -> second) names one key
-    in two spellings with different values; None when that cannot be told (nested too deeply
-    for Python's reader, or text it refuses where msgspec skipped it)."""
-    hook = _unique_spellings(aliases) if aliases else _unique
+    keeps the last one silently); None when that cannot be told (nested too deeply for Python's
+    reader, or text it refuses where msgspec skipped it). One field in its two spellings is no
+    key named twice: the careful reading compares them (`_spelled_value`)."""
     try:
         # Read as msgspec reads it: a byte order mark, control characters in strings and bytes
         # that are not UTF-8 (inside strings it skips) are no reason to stop.
-        json.loads(body.decode("utf-8-sig", "surrogateescape"), object_pairs_hook=hook,
+        json.loads(body.decode("utf-8-sig", "surrogateescape"), object_pairs_hook=_unique,
                    parse_int=str, parse_float=str, parse_constant=str, strict=False)
     except _Twice:
         return True
@@ -215,10 +220,15 @@ class AnswerDecoder(Generic[W, R]):
             mi.type_info(checked_result) if checked_result is not None else self._info
         )
         self._twice: Callable[[bytes, W], bool] | None = _always if write else twice
-        # Second spellings of the answer's fields (see ``CollateralOrder.wire_aliases``).
-        self._aliases: Mapping[str, str] | None = getattr(wire, "wire_aliases", None)
+        # An answer whose fields have second spellings (``CollateralOrder.wire_aliases``) is
+        # read the careful way only: the strict decoder knows one spelling of each field and
+        # would drop, without a word, a field written in the other (``orderId`` beside
+        # ``deal_money``).
+        self._spelled_twice = bool(getattr(wire, "wire_aliases", None))
 
     def __call__(self, body: bytes) -> R:
+        if self._spelled_twice:
+            return self._read(body, self.tolerant(body))
         try:
             answer = self._strict(body)
         except _STRICT_FAILURES:
@@ -240,7 +250,7 @@ class AnswerDecoder(Generic[W, R]):
         twice = self._twice
         reason: str
         duplicates = (
-            twice is not None and twice(body, answer) and has_duplicate_keys(body, self._aliases)
+            twice is not None and twice(body, answer) and has_duplicate_keys(body)
         )
         if duplicates is None:
             # What cannot be checked is not taken on trust.
@@ -262,9 +272,6 @@ class AnswerDecoder(Generic[W, R]):
             data = _decode_json(body)
         except _STRICT_FAILURES:
             reason = "not JSON"
-        except ArithmeticError:
-            # A JSON number whose exponent no Decimal can hold (1e999999999999999999999).
-            reason = "a number beyond what a decimal can hold"
         else:
             try:
                 value: W = _convert(self._info, data, "$")
@@ -282,7 +289,7 @@ class AnswerDecoder(Generic[W, R]):
             return body
         try:
             data = _decode_json(body)
-        except (*_STRICT_FAILURES, ArithmeticError):
+        except _STRICT_FAILURES:
             return b""
         try:
             return msgspec.json.encode(_mask(data))
@@ -291,7 +298,7 @@ class AnswerDecoder(Generic[W, R]):
 
 
 def _mask(data: object) -> object:
-    if isinstance(data, str):
+    if isinstance(data, str | _Beyond):
         return "***"
     if isinstance(data, dict):
         return {k: _mask(v) for k, v in data.items()}
@@ -301,6 +308,8 @@ def _mask(data: object) -> object:
 
 
 def _finite_decimal(value: object, path: str) -> Decimal:
+    if value is _BEYOND:
+        raise _Unfit(path, "a number beyond what a decimal can hold")
     if isinstance(value, Decimal):
         number = value
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -320,6 +329,8 @@ def _finite_decimal(value: object, path: str) -> Decimal:
 def _kind(value: object) -> str:
     if value is None:
         return "null"
+    if value is _BEYOND:
+        return "a number beyond what a decimal can hold"
     return {bool: "a boolean", int: "an integer", str: "a string", list: "an array",
             dict: "an object", Decimal: "a number"}.get(type(value), type(value).__name__)
 
@@ -348,6 +359,8 @@ def _convert(info: mi.Type, value: Any, path: str) -> Any:
             except _Unfit:
                 continue
         raise _Unfit(path, f"unexpected {_kind(value)}")  # pragma: no cover
+    if isinstance(info, mi.AnyType):
+        return value  # a field taken as it comes: the result function reads it
     if isinstance(info, mi.NoneType):
         if value is None:
             return None
@@ -427,12 +440,9 @@ def _struct(info: mi.StructType, value: object, path: str) -> object:
         raw = value.get(field.encode_name, msgspec.NODEFAULT)
         second = aliases.get(field.encode_name)
         if second is not None and second in value:
-            if raw is msgspec.NODEFAULT:
-                # The field's other spelling (the first specification's snake_case).
-                where = f"{path}.{second}"
-                raw = value[second]
-            elif raw != value[second]:
-                raise _Unfit(where, f"two different values, as {field.encode_name} and {second}")
+            raw, where = _spelled_value(
+                field.type, (raw, where), (value[second], f"{path}.{second}")
+            )
         if raw is msgspec.NODEFAULT:
             if not field.required:
                 continue  # the struct's default
@@ -449,6 +459,24 @@ def _struct(info: mi.StructType, value: object, path: str) -> object:
         kwargs[field.name] = _convert(field.type, raw, where)
     # The constructor does not check types, so an unlisted enum value stays as it came.
     return info.cls(**kwargs)
+
+
+def _spelled_value(
+    info: mi.Type, first: tuple[Any, str], second: tuple[Any, str]
+) -> tuple[Any, str]:
+    """The value, and where it was read, of a field an answer writes in two spellings (each as
+    (raw value, path); the first may be missing): the one that says something when the other is
+    missing, empty or null; the first when both say the same. Two that say different things
+    are a contradiction no reading can settle."""
+    (first_raw, first_where), (second_raw, second_where) = first, second
+    if first_raw is msgspec.NODEFAULT or (_is_empty(first_raw) and not _is_empty(second_raw)):
+        return second
+    if _is_empty(second_raw):
+        return first
+    if _convert(info, first_raw, first_where) != _convert(info, second_raw, second_where):
+        raise _Unfit(first_where, f"two different values, as {first_where.rsplit('.', 1)[1]} "
+                                  f"and {second_where.rsplit('.', 1)[1]}")
+    return first
 
 
 def _nullable(info: mi.Type) -> bool:

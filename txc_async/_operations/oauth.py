@@ -22,7 +22,7 @@ AUTHORIZATION_CODE_REMOVED = (
 
 
 def _oauth(answer: _OAuthEnvelope) -> OAuthToken:
-    return answer.data
+    return answer.data.token()
 
 
 REFRESH_OAUTH_TOKEN: Operation[OAuthToken] = Operation(

@@ -1,19 +1,27 @@
 """``main``: parses the command line, runs the command, and turns its end into an exit status.
 
 0 done, 1 failed, 2 usage error (nothing sent), 3 a write that may have taken effect (its
-answer was lost), 130 interrupted. Errors are one line, ``txc-async: error: ...``, on stderr.
+answer was lost, or it was interrupted or terminated while under way), 130 interrupted, 143
+terminated. Errors are one line, ``txc-async: error: ...``, on stderr, and so are the library's
+warnings (``txc-async: warning: ...``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ._arguments import PROG, UsageError
 from ._parser import build_parser
+
+if TYPE_CHECKING:
+    from ._execute import RunState
 
 
 def describe(exc: BaseException) -> str:
@@ -80,12 +88,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _completion(args.shell)
     import asyncio
 
-    from ._execute import RunState
-
-    state = RunState()
+    state: RunState | None = None
     try:
-        return asyncio.run(_run(args, state))
+        # Imported here: an interruption while the library loads is an interruption too.
+        from ._execute import RunState
+
+        state = RunState()
+        with _log_records_in_one_line():
+            return asyncio.run(_run(args, state))
     except KeyboardInterrupt:
+        return _interrupted(args, state)
+    except asyncio.CancelledError:
+        if state is None or not state.terminated:
+            raise
         return _interrupted(args, state)
     except BrokenPipeError:
         # The reader of stdout (| head, ...) went away: not a failure of this command.
@@ -97,17 +112,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _failed(exc)
 
 
-def _interrupted(args: argparse.Namespace, state: object) -> int:
-    from ._backfill import resumable
-    from ._execute import RunState
+class _OneLine(logging.Handler):
+    """Writes a log record (the library's warnings, asyncio's errors) to stderr as one line,
+    ``txc-async: warning: ...``, an exception it carries as its one-line description."""
 
-    if isinstance(state, RunState) and state.pending is not None:
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                text = f"{text}: {describe(record.exc_info[1])}"
+            line = " ".join(text.split())
+            print(f"{PROG}: {record.levelname.lower()}: {line}", file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _log_records_in_one_line() -> Iterator[None]:
+    """While a command runs, warnings and errors logged by any library reach stderr through
+    `_OneLine` rather than Python's last-resort handler."""
+    handler = _OneLine(logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+
+
+def _interrupted(args: argparse.Namespace, state: RunState | None) -> int:
+    from ._backfill import resumable
+
+    terminated = state is not None and state.terminated > 0
+    how = "terminated (SIGTERM)" if terminated else "interrupted"
+    if state is not None and state.pending is not None:
         write = state.pending
-        return _fail(f"interrupted while {write.command} was under way: it may have taken "
+        return _fail(f"{how} while {write.command} was under way: it may have taken "
                      f"effect. {write.check}", 3)
     hint = "; rerun the same command to resume" if resumable(args) else ""
-    print(f"{PROG}: interrupted{hint}", file=sys.stderr)
-    return 130
+    print(f"{PROG}: {how}{hint}", file=sys.stderr)
+    return 128 + signal.SIGTERM if terminated else 130
 
 
 def _failed(exc: Exception) -> int:

@@ -48,6 +48,16 @@ class Help(argparse.ArgumentDefaultsHelpFormatter):
             return text
         return super()._get_help_string(action)
 
+    def _expand_help(self, action: argparse.Action) -> str:
+        # A default worked out from the environment (TXC_LIMITER) may be a URL with a
+        # password: help, which others may see on a screen or in a log, shows it masked.
+        text = super()._expand_help(action)
+        if action.default in (None, argparse.SUPPRESS, False):
+            return text
+        from txc_async._secrets import mask_text, url_secrets
+
+        return mask_text(text, url_secrets(str(action.default)))
+
 
 def _parse_time(text: str, *, end_of_day: bool) -> int:
     """A date (``2024-01-01``), an ISO datetime with a zone, or Unix seconds, as Unix seconds.
@@ -165,6 +175,21 @@ def limiter(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def limiter_argument(text: str) -> str:
+    """``--limiter``: a limiter URL with no password or token in it. The command line of a
+    process is readable by every user of the machine (``ps``): a secret comes from the
+    environment (``TXC_LIMITER``) or a profile, in a file only its owner reads."""
+    from txc_async._secrets import safe_url, url_secrets
+
+    if url_secrets(text):
+        raise argparse.ArgumentTypeError(
+            f"{safe_url(text)}: a URL with a password or a token is never taken as an "
+            "argument (every user of this machine can read the command line); set "
+            "TXC_LIMITER, or a profile's limiter, instead"
+        )
+    return limiter(text)
 
 
 def out(text: str) -> str:

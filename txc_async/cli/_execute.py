@@ -5,8 +5,13 @@ the client's refusals as usage errors naming the flag; a write's lost answer as 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 
 import txc_async
 
@@ -24,10 +29,49 @@ class RunState:
 
     #: A write under way: interrupted now, it may have taken effect.
     pending: Write | None = None
+    #: SIGTERMs received (``docker stop``, ``timeout``, ``kill``): the command ends as an
+    #: interruption (Ctrl-C) does.
+    terminated: int = 0
+
+
+@contextlib.contextmanager
+def ending_on_sigterm(state: RunState) -> Iterator[None]:
+    """While the block runs, SIGTERM ends the command as asyncio ends it on SIGINT: the first
+    cancels the running task (what was under way unwinds, and a write's interruption is
+    reported as such), a second raises ``KeyboardInterrupt`` where the program stands."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        state.terminated += 1
+        if state.terminated == 1 and task is not None and not task.done():
+            task.cancel()
+            loop.call_soon_threadsafe(lambda: None)  # wakes a loop waiting in select()
+            return
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # asked to ignore it: it stays so
+        yield
+        return
+    try:
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread (a test's): SIGTERM keeps its handler
+        yield
+        return
+    try:
+        yield
+    finally:
+        # None: a handler not set from Python, which cannot be put back; the default is.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 async def run_operation(args: argparse.Namespace, state: RunState) -> int:
     """Run the operation command ``args.operation``; returns the exit status."""
+    with ending_on_sigterm(state):
+        return await _run_operation(args, state)
+
+
+async def _run_operation(args: argparse.Namespace, state: RunState) -> int:
     settings = load_settings(args.profile)
     invocation = COMMANDS[args.operation](args, settings)
     output = Output(json_mode=args.json)
@@ -121,7 +165,7 @@ async def _call(invocation: Invocation, client: txc_async.Client) -> object:
     """The operation's result; its refusals and lost answers as the command line names them."""
     try:
         return await invocation.call(client)
-    except txc_async.TransportError as exc:
+    except txc_async.TxcError as exc:
         if invocation.write is not None and may_have_taken_effect(exc):
             raise lost_answer(invocation.write, exc) from None
         raise

@@ -35,8 +35,9 @@ FORMATS = ("jsonl", "csv", "parquet")
 CREDENTIALS = (
     "Credentials and settings come from the environment (TXC_API_KEY, TXC_API_SECRET, "
     "TXC_BASE_URL, TXC_LIMITER, TXC_OAUTH_CLIENT_ID, TXC_OAUTH_CLIENT_SECRET, "
-    "TXC_OAUTH_REFRESH_TOKEN), which wins over a profile of "
-    "$XDG_CONFIG_HOME/txc-async/config.toml; secrets are never taken as arguments. "
+    "TXC_OAUTH_REFRESH_TOKEN), which wins over the default profile of "
+    "$XDG_CONFIG_HOME/txc-async/config.toml (a profile named with --profile wins over it, and "
+    "the variables set aside are named on stderr); secrets are never taken as arguments. "
     "Exit status: 0 done, 1 failed, 2 usage error, 3 a write that may have taken effect."
 )
 
@@ -288,7 +289,7 @@ def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:
     backfill.add_argument("--concurrency", type=types.concurrency, default=8,
                           help="pieces walked at once")
     backfill.add_argument(
-        "--limiter", type=types.limiter, default=LimiterDefault(),
+        "--limiter", type=types.limiter_argument, default=LimiterDefault(),
         help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
         "(every process of this machine), redis://host:port/db (every machine) or memory:// "
         "(this run only) (environment: TXC_LIMITER)",

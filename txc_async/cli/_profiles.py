@@ -1,22 +1,30 @@
 """Where the command line finds credentials and settings: a profile of the configuration file,
-and the environment, which wins over it.
+and the environment.
 
 ``$XDG_CONFIG_HOME/txc-async/config.toml`` (else ``~/.config/txc-async/config.toml``) holds
-tables ``[profiles.NAME]``. Secrets are never taken as arguments (any user of the machine can
-read those in the process list), and a file holding one that others can read is refused.
+tables ``[profiles.NAME]``. The environment wins over the ``default`` profile; a profile named
+with ``--profile`` is used as it is, and the ``TXC_*`` variables it set aside are named on
+stderr before anything is sent. Secrets are never taken as arguments (any user of the machine
+can read those in the process list), and a file holding one (a limiter URL with a password
+among them) that others can read is refused.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TextIO
 
-from ._arguments import UsageError
+from txc_async._secrets import url_secrets
 
-#: The keys of a profile, each with the environment variable that wins over it.
+from ._arguments import PROG, UsageError
+
+#: The keys of a profile, each with the environment variable that wins over the default
+#: profile's value.
 ENVIRONMENT = {
     "api_key": "TXC_API_KEY",
     "api_secret": "TXC_API_SECRET",
@@ -28,6 +36,8 @@ ENVIRONMENT = {
 }
 #: Keys whose value no other user of the machine may read.
 SECRETS = frozenset({"api_secret", "oauth_client_secret", "oauth_refresh_token"})
+#: Keys holding a URL that may carry a secret (a password, a token): secret when it does.
+SECRET_URLS = frozenset({"limiter"})
 #: The profile used when none is named and the file has one by this name.
 DEFAULT_PROFILE = "default"
 
@@ -61,11 +71,27 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "txc-async" / "config.toml"
 
 
-def load_settings(profile: str | None, env: Mapping[str, str] | None = None) -> Settings:
-    """The settings of ``profile`` (or of the ``default`` profile when the file has one), with
-    every environment variable that is set winning over the profile's value."""
+def load_settings(
+    profile: str | None, env: Mapping[str, str] | None = None, notes: TextIO | None = None
+) -> Settings:
+    """The settings of ``profile`` (or of the ``default`` profile when the file has one).
+
+    Without ``profile``, every environment variable that is set wins over the default
+    profile's value. A profile named with ``--profile`` wins over the environment: it is used
+    as it is (a value it leaves out is not filled in from a variable, so that a sandbox's
+    ``TXC_BASE_URL`` never sends a profile's orders elsewhere), and the variables it set aside
+    are named in one line on ``notes`` (stderr), before the command sends anything."""
     env = os.environ if env is None else env
     values = _profile_values(profile, config_path(env))
+    if profile is not None:
+        ignored = [variable for key, variable in ENVIRONMENT.items()
+                   if env.get(variable) and env[variable] != values.get(key)]
+        if ignored:
+            print(f"{PROG}: note: --profile {profile} is used as it is: "
+                  f"{', '.join(ignored)} set in the environment "
+                  f"{'is' if len(ignored) == 1 else 'are'} ignored",
+                  file=sys.stderr if notes is None else notes)
+        return Settings(**values)
     for key, variable in ENVIRONMENT.items():
         if env.get(variable):
             values[key] = env[variable]
@@ -110,13 +136,21 @@ def _read_profiles(path: Path) -> dict[str, dict[str, str]]:
     if not isinstance(profiles, dict):
         raise ConfigError(f"{path}: 'profiles' must be a table of [profiles.NAME] tables")
     checked = {name: _check_profile(path, name, table) for name, table in profiles.items()}
-    holds_secret = any(key in SECRETS for table in checked.values() for key in table)
+    holds_secret = any(
+        is_secret(key, value) for table in checked.values() for key, value in table.items()
+    )
     if holds_secret and mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigError(
             f"{path} holds a secret and other users of this machine can read it "
             f"(mode {stat.S_IMODE(mode):o}); run: chmod 600 {path}"
         )
     return checked
+
+
+def is_secret(key: str, value: str) -> bool:
+    """Whether a profile's ``key`` holding ``value`` is a secret: a secret key, or a URL with
+    a password or a token in it (``redis://:PASSWORD@host``)."""
+    return key in SECRETS or (key in SECRET_URLS and bool(url_secrets(value)))
 
 
 def _check_profile(path: Path, name: str, table: object) -> dict[str, str]:

@@ -73,6 +73,17 @@ def shown(column: str, text: str) -> str:
     return text
 
 
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on or not show (control characters,
+    escape sequences, direction overrides, zero-width and other unprintable characters)
+    written as an escape (``\\x1b``, ``\\u202e``): a value is shown as it is, never able to
+    move the cursor, colour the screen or disguise itself."""
+    if text.isprintable():
+        return text
+    # ascii() writes such a character as Python escapes it (no printable one is escaped here).
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 class Output:
     """Writes a command's result: JSON with ``--json``, else a table on a terminal and
     tab-separated lines on anything else."""
@@ -138,10 +149,17 @@ class Output:
     def _table(self, title: str, columns: list[str], cells: list[list[str]]) -> None:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=title, title_justify="left", header_style="bold")
+        def text(value: str) -> Text:
+            # A server's string is never read as markup (``[/x]`` would end the command,
+            # ``[link=...]`` would show a disguised hyperlink) nor as an emoji code.
+            return Text(printable(value))
+
+        table = Table(title=text(title), title_justify="left", header_style="bold")
         for column in columns:
-            table.add_column(column, overflow="fold")
+            table.add_column(text(column), overflow="fold")
         for line in cells:
-            table.add_row(*line)
-        Console(file=self.stream, force_terminal=self.terminal, highlight=False).print(table)
+            table.add_row(*map(text, line))
+        Console(file=self.stream, force_terminal=self.terminal, highlight=False, markup=False,
+                emoji=False).print(table)

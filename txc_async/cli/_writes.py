@@ -52,7 +52,7 @@ def confirm(write: Write, request: str, *, yes: bool, stdin: TextIO, stderr: Tex
         raise Declined("not confirmed; nothing was sent")
 
 
-def lost_answer(write: Write, error: txc_async.TransportError) -> MayHaveTakenEffect:
+def lost_answer(write: Write, error: txc_async.TxcError) -> MayHaveTakenEffect:
     """The exit-3 outcome of a write whose answer did not come back usable."""
     return MayHaveTakenEffect(
         f"{write.command} may have taken effect: {error}. It was not sent again. {write.check}"
@@ -60,7 +60,11 @@ def lost_answer(write: Write, error: txc_async.TransportError) -> MayHaveTakenEf
 
 
 def may_have_taken_effect(error: BaseException) -> bool:
-    """Whether a write that ended with ``error`` may have reached the server and run."""
+    """Whether a write that ended with ``error`` may have reached the server and run: its
+    answer was lost or unreadable, or it was a success answer saying "Too Many Attempts.",
+    which does not show that nothing ran (the client does not send the write again either)."""
     if isinstance(error, txc_async.AnswerFormatError):
         return True
+    if isinstance(error, txc_async.RateLimitError):
+        return error.status is not None and 200 <= error.status < 300
     return isinstance(error, txc_async.TransportError) and error.may_have_reached_server
