@@ -62,6 +62,11 @@ MONEY = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+#: Names that end with what names a thing, not an amount (``feeAsset``, ``limitType``).
+_NAMES_A_THING = re.compile(
+    r"(asset|currency|ticker|market|type|status|side|name|address|hash|network|unit)$",
+    re.IGNORECASE,
+)
 _ID = re.compile(r"(^id$|Id$|ID$|_id$|^id_)")
 
 
@@ -179,9 +184,9 @@ class Models:
                top_name: bool) -> str:
         if "allOf" in schema and len(schema["allOf"]) == 1:
             return self.type_of(schema["allOf"][0], hint, module, wire)
-        if "oneOf" in schema or "anyOf" in schema or "allOf" in schema:
-            module.uses_any = True
-            return "Any"
+        alternatives = schema.get("oneOf") or schema.get("anyOf") or schema.get("allOf")
+        if alternatives:
+            return self.alternatives(alternatives, "allOf" in schema, hint, module, wire)
         kind = schema.get("type")
         if kind == "object" or (kind is None and "properties" in schema):
             if schema.get("properties"):
@@ -212,6 +217,34 @@ class Models:
             return "Decimal"
         if kind == "boolean":
             return "bool"
+        module.uses_any = True
+        return "Any"
+
+    def alternatives(self, schemas: list[Any], every: bool, hint: str, module: ModelModule,
+                     wire: str) -> str:
+        """The type of a value the documents give several shapes (``oneOf``, ``anyOf``,
+        ``allOf``): objects merge into one struct (each field optional unless every shape, or
+        for ``allOf`` any, requires it), shapes of different JSON kinds become a union that
+        msgspec tells apart by kind; anything else is read as it comes (Any)."""
+        shapes = [self.schemas[s["$schema_name"]]["schema"] if isinstance(s, dict)
+                  and "$schema_name" in s else s for s in schemas]
+        kinds = [s.get("type") or ("object" if "properties" in s else None) for s in shapes]
+        if all(kind == "object" and s.get("properties") for kind, s in zip(kinds, shapes,
+                                                                            strict=True)):
+            properties: dict[str, Any] = {}
+            for shape in shapes:
+                for name, sub in shape["properties"].items():
+                    properties.setdefault(name, sub)
+            required = [set(shape.get("required") or ()) for shape in shapes]
+            needed = set.union(*required) if every else set.intersection(*required)
+            merged = {"type": "object", "properties": properties,
+                      "required": [name for name in properties if name in needed]}
+            return self.struct(merged, hint, module)
+        if None not in kinds and len(set(kinds)) == len(kinds) and len(kinds) > 1:
+            parts = [self.type_of(shape, f"{hint}{pascal(str(kind))}", module, wire)
+                     for kind, shape in zip(kinds, shapes, strict=True)]
+            if "Any" not in parts:
+                return " | ".join(parts)
         module.uses_any = True
         return "Any"
 
@@ -284,8 +317,8 @@ class Models:
 def is_money(wire: str, schema: dict[str, Any]) -> bool:
     """A string that holds an amount: a number in its example, or a name that says money,
     unless the name is an identifier's."""
-    if wire in overrides.NOT_DECIMAL or _ID.search(wire) or schema.get("format") or (
-        "pattern" in schema
+    if wire in overrides.NOT_DECIMAL or _ID.search(wire) or _NAMES_A_THING.search(wire) or (
+        schema.get("format") or "pattern" in schema
     ):
         return False
     example = schema.get("example")

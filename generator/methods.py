@@ -131,6 +131,12 @@ def records_of(result: str, model_text: Callable[[str], str]) -> tuple[str, str]
     its market), ``"?"`` for an answer of no fixed shape."""
     if result == "Any":
         return "?", "Any"
+    parts = [part.strip() for part in _split(result.replace(" | ", ","))]
+    if len(parts) > 1:
+        found = {records_of(part, model_text) for part in parts}
+        if {path for path, _ in found} == {"", "*"}:
+            return "?", " | ".join(sorted(item for _, item in found))
+        raise SystemExit(f"{result}: a paged answer of shapes the generator cannot walk")
     listed = re.fullmatch(r"list\[(.+)\]", result)
     if listed:
         return "", listed.group(1)

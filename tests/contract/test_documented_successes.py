@@ -107,7 +107,6 @@ RESHAPED: dict[str, Callable[[Json], Json]] = {
 AMOUNTS_LEFT_AS_TEXT: dict[str, str] = {
     "fee/crypto": "deposit and withdraw are oneOf(FeeDetails, providers' fees): read as JSON",
     "fee/fiat": "deposit and withdraw are oneOf(FeeDetails, providers' fees): read as JSON",
-    "get_conditional_orders/example": "records are a oneOf of conditional orders: read as JSON",
     "get_deposit_withdraw_history/example": (
         "TransactionHistory.details is an object without properties: read as JSON"
     ),

@@ -75,8 +75,8 @@ def _finite_check(info: mi.Type) -> _Check | None:
         return lambda values: all(map(_is_finite, values))
     if isinstance(info, mi.UnionType):
         members = [t for t in info.types if not isinstance(t, mi.NoneType)]
-        if len(members) != 1:  # pragma: no cover - the models have no wider unions
-            raise TypeError(f"unsupported union {info}")
+        if len(members) != 1:
+            return _finite_check_of_kinds(members)
         inner = _finite_check(members[0])
         if inner is None:
             return None
@@ -118,6 +118,34 @@ def _finite_check(info: mi.Type) -> _Check | None:
 
         return each_field
     return None
+
+
+def _kind_of(info: mi.Type) -> type | None:
+    """The Python type a value of ``info`` decodes to, for a union told apart by kind."""
+    if isinstance(info, mi.StructType):
+        return info.cls
+    return {mi.ListType: list, mi.DictType: dict, mi.DecimalType: Decimal}.get(type(info))
+
+
+def _finite_check_of_kinds(members: list[mi.Type]) -> _Check | None:
+    """`_finite_check` of a union of members of different kinds (a struct or a list, as msgspec
+    tells them apart): each value is checked by the member of its kind."""
+    checks = [(kind, check) for member in members
+              if (kind := _kind_of(member)) is not None
+              and (check := _finite_check(member)) is not None]
+    if not checks:
+        return None
+
+    def by_kind(values: Iterable[Any]) -> bool:
+        for value in values:
+            for kind, check in checks:
+                if isinstance(value, kind):
+                    if not check([value]):
+                        return False
+                    break
+        return True
+
+    return by_kind
 
 
 def _finite_value(info: mi.Type) -> Callable[[Any], bool] | None:

@@ -466,7 +466,11 @@ class CollateralMethods(MethodGroup):
             "market": market, "offset": offset, "limit": limit,
         })
 
-    async def iter_get_conditional_orders(self, *, market: str | None = None) -> AsyncIterator[Any]:
+    async def iter_get_conditional_orders(
+        self,
+        *,
+        market: str | None = None,
+    ) -> AsyncIterator[models.GetConditionalOrdersAnswerRecordsItem]:
         """``POST /api/v4/conditional-orders``: ``get_conditional_orders``.
 
         Rate limit: 12000 requests per 10 s, within its group's budget.

@@ -345,7 +345,7 @@ class SpotMethods(MethodGroup):
         end_date: int | datetime | None = None,
         offset: int | None = None,
         limit: int | None = None,
-    ) -> Any:
+    ) -> list[schemas.ExecutedDeal] | dict[str, list[schemas.ExecutedDeal]]:
         """``POST /api/v4/trade-account/executed-history``: ``get_executed_order_history``.
 
         Rate limit: 12000 requests per 10 s, within its group's budget.
@@ -370,7 +370,7 @@ class SpotMethods(MethodGroup):
         client_order_id: str | None = None,
         start_date: int | datetime | None = None,
         end_date: int | datetime | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[schemas.ExecutedDeal | tuple[str, schemas.ExecutedDeal]]:
         """``POST /api/v4/trade-account/executed-history``: ``get_executed_order_history``.
 
         Rate limit: 12000 requests per 10 s, within its group's budget.
@@ -615,7 +615,7 @@ class SpotMethods(MethodGroup):
         market: str,
         timeout: Decimal | str | int,
         types: list[Any] | tuple[Any, ...] | None = None,
-    ) -> Any:
+    ) -> models.SetKillSwitchAnswerObject | list[Any]:
         """``POST /api/v4/order/kill-switch``: ``set_kill_switch``.
 
         Rate limit: 10000 requests per 10 s, within its group's budget.

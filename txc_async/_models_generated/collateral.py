@@ -37,6 +37,7 @@ __all__ = [
     "GetCollateralAccountAdlQuantileAnswerItem",
     "GetCollateralHedgeModeAnswer",
     "GetConditionalOrdersAnswer",
+    "GetConditionalOrdersAnswerRecordsItem",
     "GetFundingHistoryAnswer",
     "GetFundingHistoryAnswerRecordsItem",
     "GetOcoOrdersAnswerItem",
@@ -47,6 +48,7 @@ __all__ = [
     "LiquidationState",
     "PositionSide",
     "Side",
+    "Type",
 ]
 
 
@@ -595,12 +597,52 @@ class GetCollateralAccountAdlQuantileAnswerItem(msgspec.Struct, frozen=True, kw_
     short: int | None = None
 
 
+class Type(enum.StrEnum):
+    """The values the documents list."""
+
+    OCO = "oco"
+
+
+if TYPE_CHECKING:
+    _TypeValue: TypeAlias = Type | str
+else:
+    _TypeValue = Type
+
+
+_RENAME_GetConditionalOrdersAnswerRecordsItem = {
+    "conditional_order_type": "conditionalOrderType",
+    "stop_loss": "stopLoss",
+    "take_profit": "takeProfit",
+    "conditional_order": "conditionalOrder",
+    "stop_loss_price": "stopLossPrice",
+    "take_profit_price": "takeProfitPrice",
+}
+
+
+class GetConditionalOrdersAnswerRecordsItem(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename=_RENAME_GetConditionalOrdersAnswerRecordsItem,
+):
+    """An object of an answer, as the documents describe it."""
+
+    conditional_order_type: str | None = None
+    id: int | None = None
+    stop_loss: schemas.ConditionalOrderLeg | None = None
+    take_profit: schemas.ConditionalOrderLeg | None = None
+    type: _TypeValue | None = None
+    conditional_order: schemas.OrderResponse | None = None
+    stop_loss_price: Decimal | None = None
+    take_profit_price: Decimal | None = None
+
+
 class GetConditionalOrdersAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """An object of an answer, as the documents describe it."""
 
     limit: int | None = None
     offset: int | None = None
-    records: list[Any] | None = None
+    records: list[GetConditionalOrdersAnswerRecordsItem] | None = None
     total: int | None = None
 
 

@@ -166,6 +166,123 @@ else:
     _SideValue = Side
 
 
+_RENAME_ConditionalOrderLeg = {
+    "activation_condition": "activationCondition",
+    "activation_price": "activationPrice",
+    "client_order_id": "clientOrderId",
+    "deal_fee": "dealFee",
+    "deal_money": "dealMoney",
+    "deal_stock": "dealStock",
+    "order_id": "orderId",
+    "position_side": "positionSide",
+    "post_only": "postOnly",
+    "reduce_only": "reduceOnly",
+}
+
+
+class ConditionalOrderLeg(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename=_RENAME_ConditionalOrderLeg,
+):
+    """An object of an answer, as the documents describe it."""
+
+    activated: int | None = None
+    activation_condition: _ActivationConditionValue | None = None
+    activation_price: Decimal | None = None
+    amount: Decimal | None = None
+    client_order_id: str | None = None
+    deal_fee: Decimal | None = None
+    deal_money: Decimal | None = None
+    deal_stock: Decimal | None = None
+    left: Decimal | None = None
+    market: str | None = None
+    mtime: Decimal | None = None
+    order_id: int | None = None
+    position_side: _PositionSideValue | None = None
+    post_only: bool | None = None
+    price: Decimal | None = None
+    reduce_only: bool | None = None
+    side: _SideValue | None = None
+    status: str | None = None
+    stp: str | None = None
+    timestamp: Decimal | None = None
+    type: str | None = None
+
+
+class ActivationCondition2(enum.StrEnum):
+    """The values the documents list."""
+
+    LTE = "lte"
+    GTE = "gte"
+
+
+if TYPE_CHECKING:
+    _ActivationCondition2Value: TypeAlias = ActivationCondition2 | str
+else:
+    _ActivationCondition2Value = ActivationCondition2
+
+
+_RENAME_OrderResponseOto = {
+    "oto_id": "otoId",
+    "stop_loss": "stopLoss",
+    "take_profit": "takeProfit",
+}
+
+
+class OrderResponseOto(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_OrderResponseOto):
+    """An object of an answer, as the documents describe it."""
+
+    oto_id: int | None = None
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
+
+
+_RENAME_OrderResponse = {
+    "activation_condition": "activationCondition",
+    "client_order_id": "clientOrderId",
+    "deal_fee": "dealFee",
+    "deal_money": "dealMoney",
+    "deal_stock": "dealStock",
+    "fee_asset": "feeAsset",
+    "order_id": "orderId",
+    "position_side": "positionSide",
+    "post_only": "postOnly",
+    "reduce_only": "reduceOnly",
+}
+
+
+class OrderResponse(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_OrderResponse):
+    """An object of an answer, as the documents describe it."""
+
+    activated: int | None = None
+    activation_condition: _ActivationCondition2Value | None = None
+    activation_price: Decimal | None = None
+    amount: Decimal | None = None
+    client_order_id: str | None = None
+    deal_fee: Decimal | None = None
+    deal_money: Decimal | None = None
+    deal_stock: Decimal | None = None
+    fee_asset: str | None = None
+    ioc: bool | None = None
+    left: Decimal | None = None
+    market: str | None = None
+    order_id: int | None = None
+    oto: OrderResponseOto | None = None
+    position_side: str | None = None
+    post_only: bool | None = None
+    price: Decimal | None = None
+    reduce_only: bool | None = None
+    retail: bool | None = None
+    rpi: bool | None = None
+    side: str | None = None
+    status: str | None = None
+    stp: str | None = None
+    timestamp: Decimal | None = None
+    type: str | None = None
+
+
 _RENAME_OcoOrderLeg = {
     "client_order_id": "clientOrderId",
     "deal_fee": "dealFee",
@@ -558,78 +675,6 @@ class FuturesMarket(msgspec.Struct, frozen=True, kw_only=True):
     ticker_id: str | None = None
 
 
-class ActivationCondition2(enum.StrEnum):
-    """The values the documents list."""
-
-    LTE = "lte"
-    GTE = "gte"
-
-
-if TYPE_CHECKING:
-    _ActivationCondition2Value: TypeAlias = ActivationCondition2 | str
-else:
-    _ActivationCondition2Value = ActivationCondition2
-
-
-_RENAME_OrderResponseOto = {
-    "oto_id": "otoId",
-    "stop_loss": "stopLoss",
-    "take_profit": "takeProfit",
-}
-
-
-class OrderResponseOto(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_OrderResponseOto):
-    """An object of an answer, as the documents describe it."""
-
-    oto_id: int | None = None
-    stop_loss: Decimal | None = None
-    take_profit: Decimal | None = None
-
-
-_RENAME_OrderResponse = {
-    "activation_condition": "activationCondition",
-    "client_order_id": "clientOrderId",
-    "deal_fee": "dealFee",
-    "deal_money": "dealMoney",
-    "deal_stock": "dealStock",
-    "fee_asset": "feeAsset",
-    "order_id": "orderId",
-    "position_side": "positionSide",
-    "post_only": "postOnly",
-    "reduce_only": "reduceOnly",
-}
-
-
-class OrderResponse(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_OrderResponse):
-    """An object of an answer, as the documents describe it."""
-
-    activated: int | None = None
-    activation_condition: _ActivationCondition2Value | None = None
-    activation_price: Decimal | None = None
-    amount: Decimal | None = None
-    client_order_id: str | None = None
-    deal_fee: Decimal | None = None
-    deal_money: Decimal | None = None
-    deal_stock: Decimal | None = None
-    fee_asset: str | None = None
-    ioc: bool | None = None
-    left: Decimal | None = None
-    market: str | None = None
-    order_id: int | None = None
-    oto: OrderResponseOto | None = None
-    position_side: str | None = None
-    post_only: bool | None = None
-    price: Decimal | None = None
-    reduce_only: bool | None = None
-    retail: bool | None = None
-    rpi: bool | None = None
-    side: str | None = None
-    status: str | None = None
-    stp: str | None = None
-    timestamp: Decimal | None = None
-    type: str | None = None
-
-
 class ErrorResponse(msgspec.Struct, frozen=True, kw_only=True):
     """An object of an answer, as the documents describe it."""
 
@@ -669,6 +714,29 @@ class BulkCancelOrderResponseItem(msgspec.Struct, frozen=True, kw_only=True):
 
     error: ErrorResponse | None = None
     result: BulkCancelOrderResult | None = None
+
+
+_RENAME_ExecutedDeal = {
+    "client_order_id": "clientOrderId",
+    "fee_asset": "feeAsset",
+    "order_id": "orderId",
+}
+
+
+class ExecutedDeal(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_ExecutedDeal):
+    """An object of an answer, as the documents describe it."""
+
+    amount: Decimal | None = None
+    client_order_id: str | None = None
+    deal: Decimal | None = None
+    fee: Decimal | None = None
+    fee_asset: str | None = None
+    id: int | None = None
+    order_id: int | None = None
+    price: Decimal | None = None
+    role: int | None = None
+    side: _SideValue | None = None
+    time: Decimal | None = None
 
 
 class OrderHistoryStatus(enum.StrEnum):
@@ -825,7 +893,7 @@ class SubAccountApiKeyList(
     restrict_access: bool | None = None
     sub_account_id: str | None = None
     title: str | None = None
-    type: Decimal | None = None
+    type: str | None = None
 
 
 _RENAME_BulkCancelOrderItem = {
@@ -898,51 +966,6 @@ class BulkOrderItem(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_Bu
     stp: _StpValue | None = None
 
 
-_RENAME_ConditionalOrderLeg = {
-    "activation_condition": "activationCondition",
-    "activation_price": "activationPrice",
-    "client_order_id": "clientOrderId",
-    "deal_fee": "dealFee",
-    "deal_money": "dealMoney",
-    "deal_stock": "dealStock",
-    "order_id": "orderId",
-    "position_side": "positionSide",
-    "post_only": "postOnly",
-    "reduce_only": "reduceOnly",
-}
-
-
-class ConditionalOrderLeg(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    rename=_RENAME_ConditionalOrderLeg,
-):
-    """An object of an answer, as the documents describe it."""
-
-    activated: int | None = None
-    activation_condition: _ActivationConditionValue | None = None
-    activation_price: Decimal | None = None
-    amount: Decimal | None = None
-    client_order_id: str | None = None
-    deal_fee: Decimal | None = None
-    deal_money: Decimal | None = None
-    deal_stock: Decimal | None = None
-    left: Decimal | None = None
-    market: str | None = None
-    mtime: Decimal | None = None
-    order_id: int | None = None
-    position_side: _PositionSideValue | None = None
-    post_only: bool | None = None
-    price: Decimal | None = None
-    reduce_only: bool | None = None
-    side: _SideValue | None = None
-    status: str | None = None
-    stp: str | None = None
-    timestamp: Decimal | None = None
-    type: str | None = None
-
-
 class Error(msgspec.Struct, frozen=True, kw_only=True):
     """An object of an answer, as the documents describe it."""
 
@@ -965,29 +988,6 @@ class ErrorV4(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[str] | None = None
     message: str | None = None
     success: bool | None = None
-
-
-_RENAME_ExecutedDeal = {
-    "client_order_id": "clientOrderId",
-    "fee_asset": "feeAsset",
-    "order_id": "orderId",
-}
-
-
-class ExecutedDeal(msgspec.Struct, frozen=True, kw_only=True, rename=_RENAME_ExecutedDeal):
-    """An object of an answer, as the documents describe it."""
-
-    amount: Decimal | None = None
-    client_order_id: str | None = None
-    deal: Decimal | None = None
-    fee: Decimal | None = None
-    fee_asset: Decimal | None = None
-    id: int | None = None
-    order_id: int | None = None
-    price: Decimal | None = None
-    role: int | None = None
-    side: _SideValue | None = None
-    time: Decimal | None = None
 
 
 class FeeDetailsFlex(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,6 +23,7 @@ __all__ = [
     "GetOrderDealsAnswerRecordsItem",
     "GetOrderHistoryAnswerEntryItem",
     "Role",
+    "SetKillSwitchAnswerObject",
     "Side",
     "TradeAccountBalanceAnswerEntry",
     "Types",
@@ -206,6 +207,26 @@ else:
     _TypesValue = Types
 
 
+_RENAME_SetKillSwitchAnswerObject = {
+    "cancellation_time": "cancellationTime",
+    "start_time": "startTime",
+}
+
+
+class SetKillSwitchAnswerObject(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    rename=_RENAME_SetKillSwitchAnswerObject,
+):
+    """An object of an answer, as the documents describe it."""
+
+    cancellation_time: int | None = None
+    market: str | None = None
+    start_time: int | None = None
+    types: list[_TypesValue] | None = None
+
+
 _RENAME_GetKillSwitchStatusAnswerItem = {
     "cancellation_time": "cancellationTime",
     "start_time": "startTime",
@@ -238,11 +259,14 @@ WIRE: dict[str, Any] = {
     "cancel_bulk_orders": list[schemas.BulkCancelOrderResponseItem],
     "cancel_all_orders": list[Any],
     "get_active_orders": list[schemas.OrderResponse],
-    "get_executed_order_history": Any,
+    "get_executed_order_history": list[schemas.ExecutedDeal] | dict[
+        str,
+        list[schemas.ExecutedDeal],
+    ],
     "get_order_deals": GetOrderDealsAnswer,
     "get_order_history": dict[str, list[GetOrderHistoryAnswerEntryItem]],
     "get_delisting_order_history": list[GetDelistingOrderHistoryAnswerItem],
     "modify_order": schemas.OrderResponse,
-    "set_kill_switch": Any,
+    "set_kill_switch": SetKillSwitchAnswerObject | list[Any],
     "get_kill_switch_status": list[GetKillSwitchStatusAnswerItem],
 }

@@ -381,7 +381,9 @@ GET_ACTIVE_ORDERS: Operation[list[schemas.OrderResponse]] = Operation(
         ),
     ),
 )
-GET_EXECUTED_ORDER_HISTORY: Operation[Any] = Operation(
+GET_EXECUTED_ORDER_HISTORY: Operation[
+    list[schemas.ExecutedDeal] | dict[str, list[schemas.ExecutedDeal]]
+] = Operation(
     name="get_executed_order_history", method="POST", path="/api/v4/trade-account/executed-history",
     auth=Auth.SIGNED, retry_safe=True,
     decode=GeneratedAnswer("spot", "get_executed_order_history", write=False),
@@ -555,7 +557,7 @@ MODIFY_ORDER: Operation[schemas.OrderResponse] = Operation(
         ),
     ),
 )
-SET_KILL_SWITCH: Operation[Any] = Operation(
+SET_KILL_SWITCH: Operation[models.SetKillSwitchAnswerObject | list[Any]] = Operation(
     name="set_kill_switch", method="POST", path="/api/v4/order/kill-switch", auth=Auth.SIGNED,
     retry_safe=False, decode=GeneratedAnswer("spot", "set_kill_switch", write=True),
     scope="set_kill_switch", rate_limit=RateLimit(10000, 10.0), tag="spot",
