@@ -66,4 +66,4 @@ async def test_a_process_started_right_after_another_spent_the_window_keeps_its_
         refused = box.stats.rate_limited
     assert refused > 0  # the predecessor's window was met
     assert kept == LIMIT  # no lower limit from a window it did not see
-    assert took < 12.0, took  # about three windows and the one it met
+    assert took < 20.0, took  # about three windows and the one it met (6.5 s): not 150 s

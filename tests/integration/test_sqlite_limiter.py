@@ -235,9 +235,9 @@ async def test_a_file_locked_by_another_process_holds_up_admission_never_the_eve
         ticker.cancel()
     limiter.conclude(second, Outcome.ANSWERED)
     await limiter.aclose()
-    assert concluding < 0.005, concluding
+    assert concluding < 0.05, concluding  # against the whole second before
     assert len(lags) > 50  # it ticked all along
-    assert max(lags) < 0.1, max(lags)  # against the whole second while the lock was held
+    assert max(lags) < 0.5, max(lags)  # against the whole second while the lock was held
     with sqlite3.connect(path) as db:
         (answered,) = db.execute(
             "SELECT count(*) FROM anchors WHERE at <= ?", (time.time(),)
@@ -272,6 +272,17 @@ async def test_a_file_deleted_in_use_is_made_again_with_the_budget_spent_and_joi
     assert excess(arrivals, limit) == (0, 0)
 
 
+def anchors_in(path: Path) -> list[tuple[str, str]]:
+    """The budgets of the anchors in the file at ``path`` (none while it is missing or new)."""
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path, timeout=5)) as db:
+        try:
+            return db.execute("SELECT key_id, scope FROM anchors").fetchall()
+        except sqlite3.OperationalError:  # its tables not made yet
+            return []
+
+
 async def test_a_file_deleted_while_the_limiter_waits_is_made_again_at_once(path: Path) -> None:
     limiter = SQLiteLimiter(path)
     limit = RateLimit(5, 10)
@@ -280,13 +291,12 @@ async def test_a_file_deleted_while_the_limiter_waits_is_made_again_at_once(path
         limiter.conclude(admission, Outcome.ANSWERED)
     await asyncio.sleep(0.05)
     os.unlink(path)
-    deadline = time.monotonic() + 2
-    while not await asyncio.to_thread(path.exists):  # made again by the limiter's thread, unasked
-        assert time.monotonic() < deadline
+    deadline = time.monotonic() + 5
+    rows: list[tuple[str, str]] = []
+    while len(rows) < 3:  # made again by the limiter's thread, with no request asked
+        assert time.monotonic() < deadline, rows
         await asyncio.sleep(0.02)
-    await asyncio.sleep(0.1)
-    with sqlite3.connect(path) as db:
-        rows = db.execute("SELECT key_id, scope FROM anchors").fetchall()
+        rows = await asyncio.to_thread(anchors_in, path)
     assert rows == [("k", "s")] * 3
     other = SQLiteLimiter(path)  # a new process on the new file sees the budget spent
     for _ in range(2):
