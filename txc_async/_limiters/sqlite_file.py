@@ -24,6 +24,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -135,8 +136,10 @@ class StoreFile:
         self._wake = threading.Condition()
         self._closing = False
         self._shut_down: Future[None] = Future()
+        # The thread holds the file weakly: a limiter dropped without being closed ends it.
         self._thread = threading.Thread(
-            target=self._run, name=f"txc-sqlite-limiter {self._name}", daemon=True
+            target=_serve, args=(weakref.ref(self), self._wake, self._jobs),
+            name=f"txc-sqlite-limiter {self._name}", daemon=True,
         )
         self._thread.start()
 
@@ -189,37 +192,29 @@ class StoreFile:
 
     # -- the thread's side ------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                if not self._jobs:
-                    self._wake.wait(IDLE_CHECK)
-                if not self._jobs:
-                    item = None
-                else:
-                    item = self._jobs.popleft()
-                    if item[1] is None:
-                        self._records -= 1
-            if item is None:
-                self._look_while_idle()
-                continue
-            job, future = item
-            if isinstance(job, _Close):
-                self._shut()
-                self._fail_the_rest()
-                if future is not None and future.set_running_or_notify_cancel():
-                    future.set_result(None)
-                return
-            if future is not None and not future.set_running_or_notify_cancel():
-                continue  # cancelled before it began: nothing done
-            try:
-                result = self._transaction(job)
-            except BaseException as exc:  # handed to whoever waits; the thread goes on
-                if future is not None:
-                    future.set_exception(exc)
-                continue
+    def _step(self, item: tuple[Job | _Close, Future[Any] | None] | None) -> bool:
+        """Run one job handed over (None: look at the file while idle); False once closed."""
+        if item is None:
+            self._look_while_idle()
+            return True
+        job, future = item
+        if isinstance(job, _Close):
+            self._shut()
+            self._fail_the_rest()
+            if future is not None and future.set_running_or_notify_cancel():
+                future.set_result(None)
+            return False
+        if future is not None and not future.set_running_or_notify_cancel():
+            return True  # cancelled before it began: nothing done
+        try:
+            result = self._transaction(job)
+        except BaseException as exc:  # handed to whoever waits; the thread goes on
             if future is not None:
-                future.set_result(result)
+                future.set_exception(exc)
+            return True
+        if future is not None:
+            future.set_result(result)
+        return True
 
     def _fail_the_rest(self) -> None:
         with self._wake:
@@ -306,3 +301,27 @@ class StoreFile:
     def _shut(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
+
+
+def _serve(
+    ref: weakref.ref[StoreFile],
+    wake: threading.Condition,
+    jobs: deque[tuple[Job | _Close, Future[Any] | None]],
+) -> None:
+    """The file's thread: its jobs in order, and a look at the file every `IDLE_CHECK` seconds
+    while there are none; it ends when the file is closed, or dropped unclosed."""
+    while True:
+        with wake:
+            if not jobs:
+                wake.wait(IDLE_CHECK)
+            file = ref()
+            if file is None:
+                return
+            item = None
+            if jobs:
+                item = jobs.popleft()
+                if item[1] is None:
+                    file._records -= 1
+        if not file._step(item):
+            return
+        del file, item
