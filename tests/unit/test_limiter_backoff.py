@@ -1,6 +1,7 @@
 """What a budget learns from refusals, on a clock given by hand: one burst is one backoff step,
 Retry-After (seconds or HTTP date) within 1 s to 30 s, doubling with jitter, the streak's end, and
-the learned limit (set on confirmation, refined upwards, forgotten after an hour)."""
+the lower limit (suspected on confirmation and refined upwards, kept until its window has passed,
+learned only when the next window refuses one request more, checked again later)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from txc_async import InProcessLimiter, Outcome, RateLimit
 from txc_async._answers.errors import NonceRefused, RateLimited, decode_answer, parse_retry_after
 from txc_async._limiters.backoff import (
-    LEARNED_LIMIT_SECONDS,
+    LEARNED_LIMIT_WINDOWS,
     MAX_PAUSE,
     MIN_PAUSE,
     RefusalState,
@@ -181,21 +182,85 @@ def test_a_lone_refusal_only_pauses() -> None:
     assert state.learned is None and state.effective(LIMIT, 0.06) == LIMIT
 
 
-def test_a_second_refusal_of_the_burst_sets_the_limit_to_what_the_server_accepted(
+def test_a_second_refusal_of_the_burst_keeps_to_what_the_server_accepted_until_the_window_passes(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="txc_async")
     state = four_accepted()
     for i in range(6):
         state.on_refused(0.0, 0.05 + 0.001 * i, LIMIT, None, low)
-    assert state.learned == 4
+    assert state.learned == 4 and not state.confirmed
     assert state.effective(LIMIT, 0.1) == RateLimit(4, 1)
     assert state.cap(LIMIT, 0.1) == 4
+    # Suspected only: the window may hold traffic the process never saw.
+    suspected = [r for r in caplog.records if "refused at 4 of the configured" in r.getMessage()]
+    assert len(suspected) == 1 and suspected[0].levelno == logging.INFO
+    assert "keeping to 4 until that window has passed" in suspected[0].getMessage()
+    assert not any("refuses below the configured" in r.getMessage() for r in caplog.records)
+    paused = [r for r in caplog.records if "rate limit refusal" in r.getMessage()]
+    assert len(paused) == 1  # the burst is one event: one WARNING, not six
+    # Once that window has passed, one request more checks it.
+    assert state.cap(LIMIT, 0.05 + 1 - 1e-6) == 4
+    assert state.cap(LIMIT, 0.055 + 1) == 5
+
+
+def test_a_refused_check_learns_the_limit_without_a_pause(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="txc_async")
+    state = four_accepted()
+    state.on_refused(0.0, 0.05, LIMIT, None, low)
+    state.on_refused(0.0, 0.06, LIMIT, None, low)
+    # The next window, seen whole: four accepted, the fifth refused.
+    for i in range(4):
+        state.on_accepted(1.1, 1.11 + 0.001 * i, LIMIT)
+    assert state.on_refused(1.1, 1.12, LIMIT, None, low) == 0.0  # answered by the limit: no pause
+    assert state.learned == 4 and state.confirmed
+    assert state.streak == 0  # no backoff event either
     learned = [r for r in caplog.records if "refuses below the configured" in r.getMessage()]
     assert len(learned) == 1 and learned[0].levelno == logging.WARNING
     assert "keeping to 4 per 1 s" in learned[0].getMessage()
-    paused = [r for r in caplog.records if "rate limit refusal" in r.getMessage()]
-    assert len(paused) == 1  # the burst is one event: one WARNING, not six
+    assert sum("rate limit refusal" in r.getMessage() for r in caplog.records) == 1
+    # Held for LEARNED_LIMIT_WINDOWS windows, then checked again with one request more.
+    assert LEARNED_LIMIT_WINDOWS == 30
+    assert state.cap(LIMIT, 1.12 + 30 - 0.01) == 4
+    assert state.cap(LIMIT, 1.12 + 30) == 5
+    # Refused again: confirmed for as long again, quietly.
+    for i in range(4):
+        state.on_accepted(31.2, 31.21 + 0.001 * i, LIMIT)
+    assert state.on_refused(31.2, 31.22, LIMIT, 3.0, low) == 3.0  # the server's word is kept
+    assert state.learned == 4 and state.cap(LIMIT, 31.3) == 4
+    assert sum("refuses below the configured" in r.getMessage() for r in caplog.records) == 2
+    assert [r.levelno for r in caplog.records
+            if "refuses below the configured" in r.getMessage()][-1] == logging.INFO
+
+
+def test_a_refusal_from_a_window_spent_by_a_predecessor_is_not_learned() -> None:
+    """A new process whose first window a predecessor had nearly spent: four accepted, then
+    refusals. Once that window has passed the check goes through: back to the limit."""
+    state = four_accepted()
+    for i in range(6):
+        state.on_refused(0.0, 0.05 + 0.001 * i, LIMIT, None, low)
+    assert state.effective(LIMIT, 0.5) == RateLimit(4, 1)
+    for i in range(5):  # the check: five accepted in a window the process saw whole
+        state.on_accepted(1.1, 1.11 + 0.001 * i, LIMIT)
+    assert state.learned is None
+    assert state.effective(LIMIT, 1.2) == LIMIT and state.cap(LIMIT, 1.2) == 10
+
+
+def test_a_neighbour_spending_one_window_lowers_nothing_for_long() -> None:
+    """A process running for a while; a neighbour on the same address spends a window once: the
+    process keeps to what it got for that window only."""
+    state = RefusalState("public")
+    for second in range(5):  # well within the limit, window after window
+        for i in range(6):
+            state.on_accepted(second + 0.1 * i, second + 0.1 * i + 0.01, LIMIT)
+    state.on_refused(5.0, 5.01, LIMIT, None, low)
+    state.on_refused(5.0, 5.02, LIMIT, None, low)
+    assert state.learned is not None and state.learned < 10
+    for i in range(state.learned + 1):  # the neighbour has gone: the check goes through
+        state.on_accepted(6.1, 6.1 + 0.01 * (i + 1), LIMIT)
+    assert state.learned is None and state.cap(LIMIT, 6.3) == 10
 
 
 def test_the_learned_limit_is_refined_upwards_as_late_answers_come_in() -> None:
@@ -213,10 +278,10 @@ def test_the_learned_limit_is_refined_upwards_as_late_answers_come_in() -> None:
     # A late refusal of the same burst never lowers it.
     state.on_refused(0.0, 0.08, LIMIT, None, low)
     assert state.learned == 4
-    # Never above the configured limit.
+    # A later window with more accepted: the limit kept to is gone, never above the configured.
     for i in range(20):
         state.on_accepted(2.0, 2.0 + 0.01 * i, LIMIT)
-    assert state.learned == LIMIT.max_requests
+    assert state.learned is None and state.cap(LIMIT, 2.5) == LIMIT.max_requests
 
 
 def test_a_refusal_right_after_the_pause_confirms_a_limit() -> None:
@@ -249,19 +314,12 @@ def test_nothing_is_learned_from_refusals_with_nothing_accepted_or_at_the_full_l
     assert full.learned is None  # refused at the configured limit: nothing below it
 
 
-def test_a_learned_limit_is_forgotten_an_hour_after_it_was_confirmed(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO, logger="txc_async")
+def test_a_lower_limit_is_worth_keeping_only_until_its_next_check() -> None:
     state = four_accepted()
     state.on_refused(0.0, 0.05, LIMIT, None, low)
     state.on_refused(0.0, 0.06, LIMIT, None, low)
-    assert LEARNED_LIMIT_SECONDS == 3600
-    assert state.effective(LIMIT, 0.06 + 3600 - 1) == RateLimit(4, 1)
-    assert not state.idle(0.06 + 3600 - 1)
-    assert state.effective(LIMIT, 0.06 + 3600) == LIMIT
-    assert state.learned is None and state.idle(0.06 + 3600)
-    assert any("learned limit has expired" in r.getMessage() for r in caplog.records)
+    assert not state.idle(1.05)  # the pause is over, the suspected limit holds
+    assert state.idle(1.06)  # due for its check: forgetting it costs nothing
 
 
 def test_the_limiter_shows_the_learned_limit_and_admits_at_it() -> None:
@@ -275,5 +333,5 @@ def test_the_limiter_shows_the_learned_limit_and_admits_at_it() -> None:
         limiter.conclude(admission, Outcome.ANSWERED if index < 4 else Outcome.RATE_LIMITED)
     assert limiter.effective_limit("k", "s", limit) == RateLimit(4, 1)
     assert limiter.effective_limit("k", "other", limit) == limit
-    now[0] = 1.1  # the pause and the window are over: four go, not ten
-    assert sum(limiter.try_acquire("k", "s", limit, 10) is not None for _ in range(10)) == 4
+    now[0] = 1.1  # the pause and the window are over: four go and one to check, not ten
+    assert sum(limiter.try_acquire("k", "s", limit, 10) is not None for _ in range(10)) == 5

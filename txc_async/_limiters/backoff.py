@@ -5,8 +5,12 @@ of a request admitted after the last pause began starts a new one. The pause is 
 Retry-After (seconds or an HTTP date) when it gave one, else 1 s doubling per event, with jitter;
 every pause lies between `MIN_PAUSE` and `MAX_PAUSE`. When the server refuses below
 the configured limit, and a second refusal confirms it (in the same burst, or right after the
-pause), the budget keeps to what the server accepted in the window before the refusal. A lone
-refusal (another client on the same address, a passing fault) only pauses.
+pause), the budget keeps to what the server accepted in the window before the refusal, until that
+window has passed. A lone refusal (another client on the same address, a passing fault) only
+pauses. A refusal says nothing certain about the server's limit when its window may hold traffic
+the process never saw (a predecessor's burst, a neighbour's on the same address): the lower limit
+is learned only when the next window, which the process saw whole, refuses one request more than
+it (see `RefusalState`); else the budget is back at the configured limit.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from .base import RateLimit
 
 __all__ = [
     "BACKOFF_START",
-    "LEARNED_LIMIT_SECONDS",
+    "LEARNED_LIMIT_WINDOWS",
     "MAX_PAUSE",
     "MIN_PAUSE",
     "RefusalState",
@@ -43,8 +47,9 @@ BACKOFF_START = 1.0
 #: A doubling pause is stretched by up to this fraction, so processes refused together do not
 #: all come back at the same instant.
 BACKOFF_JITTER = 0.25
-#: How long a learned limit holds after the last refusal that confirmed it, in seconds.
-LEARNED_LIMIT_SECONDS = 3600.0
+#: How many windows a learned limit holds after the check that confirmed it, before the next check
+#: (one request more than it, which costs one refusal while the server still refuses there).
+LEARNED_LIMIT_WINDOWS = 30
 
 
 def blamed_group(
@@ -103,14 +108,26 @@ def backoff_pause(streak: int, retry_after: float | None, random: Callable[[], f
 
 
 class RefusalState:
-    """One budget's pause, backoff streak and learned limit, on one clock (seconds)."""
+    """One budget's pause, backoff streak and learned limit, on one clock (seconds).
+
+    A lower limit goes through two steps. A confirmed refusal below the configured limit makes it
+    suspected: the budget keeps to what the server accepted until that window has passed (the
+    traffic it did not see, a predecessor's or a neighbour's, has left the server's window by
+    then), and the next window checks it with one request more. That window began after the
+    refusal, so the process saw it whole: the server accepting the extra request shows it allows
+    more (back to the configured limit); refusing it is evidence across two windows, and the limit
+    is learned. A learned limit is checked the same way every `LEARNED_LIMIT_WINDOWS` windows.
+    """
 
     __slots__ = (
         "accepted",
         "answered_by_scope",
+        "check_at",
+        "checked_from",
+        "checked_until",
+        "confirmed",
         "label",
         "learned",
-        "learned_until",
         "paused_at",
         "paused_until",
         "refused_in_event",
@@ -124,30 +141,36 @@ class RefusalState:
         self.refused_in_event = 0
         self.paused_at = -math.inf
         self.paused_until = -math.inf
+        #: The lower limit kept to (suspected, or learned once ``confirmed``), or None.
         self.learned: int | None = None
-        self.learned_until = -math.inf
+        self.confirmed = False
+        #: From this moment the budget admits one request more than ``learned``: the check.
+        self.check_at = math.inf
+        # The requests of the last check decided: admitted in [checked_from, checked_until).
+        self.checked_from = math.inf
+        self.checked_until = -math.inf
         # Answer times of accepted requests; only the last ``max_requests`` can matter.
         self.accepted: deque[float] = deque(maxlen=1)
         #: For a group's budget: the last answer of each operation that draws on it.
         self.answered_by_scope: dict[str, float] = {}
 
     def cap(self, limit: RateLimit, now: float) -> int:
-        """How many requests the budget admits per window: the limit, or the learned one."""
+        """How many requests the budget admits per window: the limit, or the lower one kept to
+        (one more while it is being checked)."""
         learned = self.learned
         if learned is None:
             return limit.max_requests
-        if now >= self.learned_until:
+        if learned >= limit.max_requests:
             self.learned = None
-            logger.info(
-                "scope %r: the learned limit has expired; back to %d per %g s",
-                self.label, limit.max_requests, limit.per_seconds,
-            )
             return limit.max_requests
-        return min(learned, limit.max_requests)
+        return learned + 1 if now >= self.check_at else learned
 
     def effective(self, limit: RateLimit, now: float) -> RateLimit:
-        cap = self.cap(limit, now)
-        return limit if cap == limit.max_requests else RateLimit(cap, limit.per_seconds)
+        """The limit the budget keeps to: ``limit``, or the lower one (suspected or learned)."""
+        learned = self.learned
+        if learned is None or learned >= limit.max_requests:
+            return limit
+        return RateLimit(learned, limit.per_seconds)
 
     def _accepted_in_window(self, limit: RateLimit, now: float) -> int:
         accepted = self.accepted
@@ -169,10 +192,23 @@ class RefusalState:
         accepted.append(now)
         learned = self.learned
         if learned is not None and len(accepted) > learned:
-            # The server took more than the learned limit in a window: it allows at least that.
             seen = self._accepted_in_window(limit, now)
-            if seen > learned:
-                self.learned = min(seen, limit.max_requests)
+            if seen <= learned:
+                return
+            if admitted >= self.check_at or seen >= limit.max_requests:
+                # The check went through: the server took more than the budget kept to in a
+                # window it saw whole. Whatever refused before has gone.
+                self.learned = None
+                self.check_at = math.inf
+                logger.info(
+                    "scope %r: the server accepted %d per %g s, more than the %d kept to; back "
+                    "to the configured %d per %g s",
+                    self.label, seen, limit.per_seconds, learned, limit.max_requests,
+                    limit.per_seconds,
+                )
+            else:
+                # Answers of the refusal's own window, come back late: it allows at least that.
+                self.learned = seen
 
     def others_answered(self, scope: str, now: float, per: float) -> bool:
         """Whether an operation other than ``scope`` had a request answered in the ``per``
@@ -191,11 +227,24 @@ class RefusalState:
         """The server refused a request admitted at ``admitted`` for its rate limit; returns the
         pause (seconds from ``now``) the budget keeps."""
         accepted = self._accepted_in_window(limit, now)
+        learned = self.learned
+        if learned is not None and 0 < accepted < limit.max_requests:
+            if admitted >= self.check_at:
+                # The check: one request more than the budget kept to, refused in a window the
+                # process saw whole. The lower limit is the server's (or a lasting neighbour's).
+                self.checked_from, self.checked_until = self.check_at, now
+                self._confirm(accepted, limit, now)
+                return self._retry_after(retry_after, now)
+            if self.checked_from <= admitted < self.checked_until:
+                # Another request of that check: its answers refine the limit, only upwards.
+                if accepted > learned:
+                    self.learned = accepted
+                return self._retry_after(retry_after, now)
         if admitted < self.paused_at:
             # Sent before the event that is already under way was known: the same burst. A
             # second refusal confirms that the server's limit, not a passing event, refused.
             self.refused_in_event += 1
-            self._learn(accepted, limit, now, new_event=self.refused_in_event == 2)
+            self._suspect(accepted, limit, now, new_event=self.refused_in_event == 2)
             if retry_after is not None and not math.isnan(retry_after):
                 # No extra step, but a later Retry-After of the burst is honoured too.
                 until = now + min(MAX_PAUSE, max(MIN_PAUSE, retry_after))
@@ -209,32 +258,57 @@ class RefusalState:
         self.refused_in_event = 1
         if self.streak > 1:
             # Refused again right after a pause: confirmed too.
-            self._learn(accepted, limit, now, new_event=True)
+            self._suspect(accepted, limit, now, new_event=True)
         logger.warning(
             "scope %r: rate limit refusal; paused %.2f s (event %d in a row)",
             self.label, pause, self.streak,
         )
         return pause
 
-    def _learn(self, accepted: int, limit: RateLimit, now: float, *, new_event: bool) -> None:
+    def _retry_after(self, retry_after: float | None, now: float) -> float:
+        """The pause after a refusal the budget's lower limit already answers: none, unless the
+        server asked for one (or one is under way)."""
+        if retry_after is not None and not math.isnan(retry_after):
+            until = now + min(MAX_PAUSE, max(MIN_PAUSE, retry_after))
+            if until > self.paused_until:
+                self.paused_until = until
+        return max(0.0, self.paused_until - now)
+
+    def _suspect(self, accepted: int, limit: RateLimit, now: float, *, new_event: bool) -> None:
         # Nothing accepted in the window says nothing about the server's limit (another client
         # on the same address, say): the pause alone answers it.
         if accepted <= 0 or accepted >= limit.max_requests:
             return
         previous = self.learned
-        # Later refusals of one burst refine what the first one learned, only upwards: answers
-        # of accepted requests may come back after the first refusal.
+        # Later refusals of one burst refine it, only upwards: answers of accepted requests may
+        # come back after the first refusal.
         learned = accepted if new_event or previous is None else max(accepted, previous)
         self.learned = learned
-        self.learned_until = now + LEARNED_LIMIT_SECONDS
+        self.confirmed = False
+        # The window may hold traffic this process never saw (its predecessor's, a neighbour's):
+        # only once it has passed does a window tell the server's limit.
+        self.check_at = now + limit.per_seconds
         if previous is None or (new_event and learned != previous):
-            logger.warning(
-                "scope %r: the server refuses below the configured %d per %g s; keeping to "
-                "%d per %g s (what it accepted) for the next %d s",
-                self.label, limit.max_requests, limit.per_seconds, learned,
-                limit.per_seconds, LEARNED_LIMIT_SECONDS,
+            logger.info(
+                "scope %r: refused at %d of the configured %d per %g s; keeping to %d until "
+                "that window has passed, then checking with one request more",
+                self.label, learned, limit.max_requests, limit.per_seconds, learned,
             )
 
+    def _confirm(self, accepted: int, limit: RateLimit, now: float) -> None:
+        previous, was_confirmed = self.learned, self.confirmed
+        self.learned = accepted
+        self.confirmed = True
+        hold = LEARNED_LIMIT_WINDOWS * limit.per_seconds
+        self.check_at = now + hold
+        logger.log(
+            logging.INFO if was_confirmed and previous == accepted else logging.WARNING,
+            "scope %r: the server refuses below the configured %d per %g s; keeping to %d per "
+            "%g s (what it accepted), checked again in %g s",
+            self.label, limit.max_requests, limit.per_seconds, accepted, limit.per_seconds, hold,
+        )
+
     def idle(self, now: float) -> bool:
-        """Nothing here is worth keeping at ``now``: no pause, no learned limit."""
-        return now >= self.paused_until and (self.learned is None or now >= self.learned_until)
+        """Nothing here is worth keeping at ``now``: no pause, and no lower limit short of its
+        next check (a budget forgotten then starts again from the configured limit)."""
+        return now >= self.paused_until and (self.learned is None or now >= self.check_at)

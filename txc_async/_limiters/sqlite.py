@@ -8,29 +8,30 @@ anchors lie in the last ``per_seconds``, anchors it in every one of them and dra
 its API key's counter, so a process started right after another continues within the same
 windows.
 
-The calls run on the event loop's thread, without a worker thread. Measured on a 2-core
-machine with a budget of 1,000 per 10 s filled to 999 anchors: an admission takes 0.14 ms
-(median; WAL, ``synchronous=NORMAL``, so no disk flush per commit), a conclude 0.02 ms, while
-handing a call to a thread and back costs 0.08 ms by itself; one call in a hundred takes a few
-milliseconds (SQLite's automatic WAL checkpoint). Only when another process holds the write lock
-does a call wait for it (the busy timeout), as long as that process's own short transaction.
+The transactions run in a thread of the limiter's own (`txc_async._limiters.sqlite_file`), never
+on an event loop: while another process holds the file's write lock, only the requests waiting
+for budget wait. The limiter also keeps, in that thread, what this process wrote (its anchors
+still in a window, its pauses, the nonces it drew), so that a file deleted in use is replaced by
+one holding them (see `StoreFile`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
-from .._errors import TransportError
 from .._nonces.sources import MAX_NONCE_LEAD_MS, known_ceiling
 from .._validate import check_positive_seconds
 from .backoff import MAX_PAUSE
 from .base import Admission, Outcome
+from .sqlite_file import StoreFile
 from .stored import Admitted, Budget, Entry, Request, StoredLimiter, Verdict
 
 __all__ = ["SQLiteLimiter"]
@@ -39,56 +40,44 @@ __all__ = ["SQLiteLimiter"]
 #: limiter removes them whatever their budget (a budget's own are removed at each admission).
 _SWEEP_AFTER = 86_400.0
 
-# Budgets (anchors, pauses, longest windows) are keyed by ``key_id``, the server's id, and
-# ``scope``, an operation's scope or a group's name; nonce counters by the API key's id. A file
-# written when budgets belonged to one API key each still opens: the tables are the same, their
-# rows under those old ids simply age out of every window (and the sweep removes them), and the
-# nonce counters keep their API key's id.
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS anchors (
-    id INTEGER PRIMARY KEY,
-    key_id TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    at REAL NOT NULL,      -- deadline while in flight, then the answer time (time.time())
-    span REAL NOT NULL     -- the request's timeout, seconds
-);
-CREATE INDEX IF NOT EXISTS anchors_by_budget ON anchors (key_id, scope, at);
-CREATE TABLE IF NOT EXISTS pauses (
-    key_id TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    until REAL NOT NULL,
-    PRIMARY KEY (key_id, scope)
-);
-CREATE TABLE IF NOT EXISTS longest_windows (
-    key_id TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    per REAL NOT NULL,     -- the longest window (seconds) a client counts the budget in
-    until REAL NOT NULL,   -- its last admission plus that window: forgotten after
-    PRIMARY KEY (key_id, scope)
-);
-CREATE TABLE IF NOT EXISTS nonces (
-    key_id TEXT PRIMARY KEY,  -- the API key's id (a hash), whose requests draw from the counter
-    last INTEGER NOT NULL  -- milliseconds on the server-aligned clock
-);
-"""
+
+class _Anchor:
+    """An anchor this process wrote: where it is in the file now, and what to write again."""
+
+    __slots__ = ("at", "kept", "key_id", "row", "scope", "span")
+
+    def __init__(
+        self, key_id: str, scope: str, at: float, span: float, kept: float, row: int
+    ) -> None:
+        self.key_id = key_id
+        self.scope = scope
+        self.at = at
+        self.span = span
+        #: The window (seconds) the anchor counts in: it is gone from the file after it.
+        self.kept = kept
+        self.row = row
 
 
-def _set_up(db: sqlite3.Connection, busy_timeout: float) -> None:
-    """Put a new connection's file in WAL mode and create the tables, retried for up to
-    ``busy_timeout`` seconds: two processes that open a new file at the same moment (backfills
-    started together) may find it locked, and switching a file to WAL answers "database is
-    locked" at once rather than waiting as the busy timeout makes other statements wait."""
-    deadline = time.monotonic() + busy_timeout
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.01)
+class _Written:
+    """What this process keeps in the file: its anchors still in a window (by a number of its
+    own: a file replaced gives them new row ids), its pauses, the last nonce it drew per API
+    key, its longest windows. Touched only by the file's thread."""
+
+    def __init__(self) -> None:
+        self.anchors: dict[int, _Anchor] = {}
+        self.next_anchor = 0
+        self.pauses: dict[tuple[str, str], float] = {}
+        self.nonces: dict[str, int] = {}
+        self.windows: dict[tuple[str, str], tuple[float, float]] = {}
+
+    def prune(self, now: float) -> None:
+        """Forget what no window holds any more."""
+        self.anchors = {n: a for n, a in self.anchors.items() if a.at + a.kept > now}
+        self.pauses = {k: until for k, until in self.pauses.items() if until > now}
+        self.windows = {k: w for k, w in self.windows.items() if w[1] > now}
+
+    def keeps(self) -> bool:
+        return bool(self.anchors or self.pauses)
 
 
 class SQLiteLimiter(StoredLimiter):
@@ -110,10 +99,15 @@ class SQLiteLimiter(StoredLimiter):
     lying further ahead than a window plus their request's timeout are dropped (they cannot be
     real); if it steps forward, the windows it skips count as past. Waiters of one process are
     served first-in-first-out. The file is created (with its folder) if missing; it holds no secret,
-    only ids (hashes) of servers and keys. ``busy_timeout`` bounds the wait for another process's
-    transaction; past it, [`acquire`][txc_async.Limiter.acquire] raises
+    only ids (hashes) of servers and keys. Every statement runs in a thread of the limiter's own,
+    never on an event loop: a file locked by another process holds up the requests waiting for
+    budget, not the loop. ``busy_timeout`` bounds the wait for another process's transaction; past
+    it, [`acquire`][txc_async.Limiter.acquire] raises
     [`txc_async.TransportError`][txc_async.TransportError] rather than let requests go out
-    unlimited.
+    unlimited. A file deleted while in use is noticed (before every transaction, and within
+    0.2 s while the limiter waits): the limiter opens the path again, creating the file when no
+    other process did, and writes into it the budget this process spent, its pauses and its
+    nonce counters.
     """
 
     def __init__(
@@ -127,16 +121,10 @@ class SQLiteLimiter(StoredLimiter):
         check_positive_seconds("busy_timeout", busy_timeout)
         super().__init__(sleep=sleep, random=random)
         self._path = Path(path)
-        self._lock = threading.Lock()
         self._admissions = 0
+        self._written = _Written()
         try:
-            if str(path) != ":memory:":
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._db: sqlite3.Connection | None = sqlite3.connect(
-                str(path), timeout=float(busy_timeout), isolation_level=None,
-                check_same_thread=False,
-            )
-            _set_up(self._db, float(busy_timeout))
+            self._file = StoreFile(path, float(busy_timeout), self._rejoin, self._keeps)
         except (sqlite3.Error, OSError) as exc:
             raise ValueError(f"path: cannot open {str(path)!r} as a SQLite file: {exc}") from None
 
@@ -148,52 +136,69 @@ class SQLiteLimiter(StoredLimiter):
         """The database file every process sharing these budgets opens."""
         return self._path
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self)
-
-    def _fail(self, exc: sqlite3.Error) -> TransportError:
-        return TransportError(
-            f"rate-limit store failed: {str(self._path)!r}: {type(exc).__name__}: {exc}",
-            may_have_reached_server=False,
-        )
+    async def _run(self, job: Callable[[sqlite3.Cursor], Any]) -> Any:
+        """``job``'s result, its transaction run in the file's thread."""
+        return await asyncio.wrap_future(self._file.submit(job))
 
     async def _admit(self, request: Request, caps: Sequence[int]) -> Admitted | Verdict:
+        future = self._file.submit(functools.partial(self._admit_now, request, tuple(caps)))
+        try:
+            answer: Admitted | Verdict = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # Cancelled while the transaction ran: whatever it admitted is given back.
+            future.add_done_callback(self._give_back)
+            raise
+        return answer
+
+    def _give_back(self, future: Future[Admitted | Verdict]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        answer = future.result()
+        if isinstance(answer, Admitted):
+            assert isinstance(answer.ident, tuple)
+            self._file.post(functools.partial(self._ended_now, answer.ident, Outcome.NOT_SENT,
+                                              None, 0.0))
+
+    # -- in the file's thread ---------------------------------------------------------------------
+
+    def _admit_now(
+        self, request: Request, caps: tuple[int, ...], cursor: sqlite3.Cursor
+    ) -> Admitted | Verdict:
         budgets, limits, timeout = request.budgets, request.limits, request.timeout
         nonce_clock, nonce_key = request.nonce_clock, request.nonce_key
         key_id = budgets[0].key_id
-        with self._transaction() as cursor:
-            now = time.time()
-            kept: list[float] = []
-            blocked: Verdict | None = None
-            for index, (budget, limit, cap) in enumerate(zip(budgets, limits, caps, strict=True)):
-                looked = self._look(cursor, key_id, budget.scope, limit.per_seconds, cap, now)
-                if isinstance(looked, Verdict):
-                    if index == 0:
-                        # The scope first: a request its own scope holds waits on it alone.
-                        return looked
-                    if blocked is None or looked.wait > blocked.wait:
-                        blocked = looked._replace(budget=index)
-                else:
-                    kept.append(looked)
-            if blocked is not None:
-                return blocked
-            nonce: int | None = None
-            if nonce_clock is not None:
-                drawn = self._draw_nonce(cursor, nonce_key, nonce_clock)
-                if isinstance(drawn, Verdict):
-                    return drawn
-                nonce = drawn
-            deadline = now + timeout
-            idents = tuple(
-                self._anchor(cursor, key_id, budget.scope, limit.per_seconds, window, now,
-                             deadline, timeout)
-                for budget, limit, window in zip(budgets, limits, kept, strict=True)
-            )
-            self._admissions += 1
-            if self._admissions % 1024 == 0:
-                self._sweep(cursor, now)
+        now = time.time()
+        kept: list[float] = []
+        blocked: Verdict | None = None
+        for index, (budget, limit, cap) in enumerate(zip(budgets, limits, caps, strict=True)):
+            looked = self._look(cursor, key_id, budget.scope, limit.per_seconds, cap, now)
+            if isinstance(looked, Verdict):
+                if index == 0:
+                    # The scope first: a request its own scope holds waits on it alone.
+                    return looked
+                if blocked is None or looked.wait > blocked.wait:
+                    blocked = looked._replace(budget=index)
+            else:
+                kept.append(looked)
+        if blocked is not None:
+            return blocked
+        nonce: int | None = None
+        if nonce_clock is not None:
+            drawn = self._draw_nonce(cursor, nonce_key, nonce_clock)
+            if isinstance(drawn, Verdict):
+                return drawn
+            nonce = drawn
+        deadline = now + timeout
+        idents = tuple(
+            self._anchor(cursor, key_id, budget.scope, limit.per_seconds, window, now,
+                         deadline, timeout)
+            for budget, limit, window in zip(budgets, limits, kept, strict=True)
+        )
+        self._admissions += 1
+        if self._admissions % 1024 == 0:
+            self._sweep(cursor, now)
+            self._written.prune(now)
         return Admitted(deadline, idents, nonce)
-
     @staticmethod
     def _look(
         cursor: sqlite3.Cursor, key_id: str, scope: str, per: float, cap: int, now: float
@@ -234,27 +239,37 @@ class SQLiteLimiter(StoredLimiter):
             return Verdict(max(at + per - now, 1e-6), at > now)
         return kept
 
-    @staticmethod
     def _anchor(
-        cursor: sqlite3.Cursor, key_id: str, scope: str, per: float, kept: float, now: float,
-        deadline: float, timeout: float,
-    ) -> int | None:
-        """Count the request in one budget until ``deadline`` (the store locked); the anchor's
-        row id."""
+        self, cursor: sqlite3.Cursor, key_id: str, scope: str, per: float, kept: float,
+        now: float, deadline: float, timeout: float,
+    ) -> int:
+        """Count the request in one budget until ``deadline``; this process's number for the
+        anchor."""
         cursor.execute(
             "INSERT INTO anchors (key_id, scope, at, span) VALUES (?, ?, ?, ?)",
             (key_id, scope, deadline, timeout),
         )
-        ident = cursor.lastrowid
+        row = cursor.lastrowid
+        assert row is not None
+        written = self._written
+        number = written.next_anchor
+        written.next_anchor += 1
+        written.anchors[number] = _Anchor(key_id, scope, deadline, timeout, kept, row)
         if kept == per:
             # This client's window is the longest kept: kept one window past this admission.
-            cursor.execute(
-                "INSERT INTO longest_windows (key_id, scope, per, until) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (key_id, scope) DO UPDATE SET per = excluded.per, "
-                "until = excluded.until",
-                (key_id, scope, per, now + per),
-            )
-        return ident
+            self._set_window(cursor, key_id, scope, per, now + per)
+        return number
+
+    def _set_window(
+        self, cursor: sqlite3.Cursor, key_id: str, scope: str, per: float, until: float
+    ) -> None:
+        cursor.execute(
+            "INSERT INTO longest_windows (key_id, scope, per, until) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (key_id, scope) DO UPDATE SET per = excluded.per, "
+            "until = excluded.until",
+            (key_id, scope, per, until),
+        )
+        self._written.windows[key_id, scope] = (per, until)
 
     @staticmethod
     def _sweep(cursor: sqlite3.Cursor, now: float) -> None:
@@ -294,6 +309,9 @@ class SQLiteLimiter(StoredLimiter):
         if nonce - clock_ms > MAX_NONCE_LEAD_MS:
             return Verdict((nonce - clock_ms - MAX_NONCE_LEAD_MS) / 1000, False, True)
         self._set_nonce(cursor, nonce_key, nonce)
+        nonces = self._written.nonces
+        if nonce > nonces.get(nonce_key, 0):
+            nonces[nonce_key] = nonce
         return nonce
 
     async def redraw_nonce(
@@ -304,9 +322,10 @@ class SQLiteLimiter(StoredLimiter):
         draw one now."""
         entry = admission.token
         nonce_key = entry.nonce_key if isinstance(entry, Entry) else admission.key_id
-        with self._transaction() as cursor:
-            drawn = self._draw_nonce(cursor, nonce_key, nonce_clock)
-        return None if isinstance(drawn, Verdict) else drawn
+        drawn = await self._run(
+            lambda cursor: self._draw_nonce(cursor, nonce_key, nonce_clock)
+        )
+        return None if isinstance(drawn, Verdict) else int(drawn)
 
     @staticmethod
     def _set_nonce(cursor: sqlite3.Cursor, nonce_key: str, value: int) -> None:
@@ -319,86 +338,93 @@ class SQLiteLimiter(StoredLimiter):
     def _record(
         self, admission: Admission, outcome: Outcome, paused: Budget | None, pause: float
     ) -> None:
-        if outcome is Outcome.NO_ANSWER:
-            return  # it may still arrive until its deadlines, which stay
+        """Hand the file's thread how the request ended, and wake the heads of its budgets:
+        what they ask the store next runs after it. Never waits."""
         entry = admission.token
         assert isinstance(entry, Entry) and isinstance(entry.ident, tuple)
-        try:
-            with self._transaction() as cursor:
-                now = time.time()
-                for ident in entry.ident:
-                    if outcome is Outcome.NOT_SENT:
-                        cursor.execute("DELETE FROM anchors WHERE id = ?", (ident,))
-                    else:
-                        # It arrived before its answer: the latest moment it counts from.
-                        cursor.execute(
-                            "UPDATE anchors SET at = ? WHERE id = ? AND at > ?",
-                            (now, ident, now),
-                        )
-                if paused is not None:
-                    cursor.execute(
-                        "INSERT INTO pauses (key_id, scope, until) VALUES (?, ?, ?) "
-                        "ON CONFLICT (key_id, scope) DO UPDATE SET until = "
-                        "max(until, excluded.until)",
-                        (paused.key_id, paused.scope, now + pause),
-                    )
-        except TransportError:
-            # The store keeps the safer state: the anchors stay at their deadline.
-            pass
+        if outcome is not Outcome.NO_ANSWER or paused is not None:
+            # Dropped when the thread is far behind: the anchors stay at their deadlines.
+            self._file.post(functools.partial(
+                self._ended_now, entry.ident, outcome,
+                None if paused is None else (paused.key_id, paused.scope), pause,
+            ))
         for budget in entry.budgets:
             budget.wake_head()
 
+    def _ended_now(
+        self, numbers: tuple[int, ...], outcome: Outcome, paused: tuple[str, str] | None,
+        pause: float, cursor: sqlite3.Cursor,
+    ) -> None:
+        """In the file's thread: the anchors of a request that ended with ``outcome`` move to
+        its answer (or go, when it was never sent; stay, when no answer came), and ``paused``
+        pauses ``pause`` seconds."""
+        now = time.time()
+        anchors = self._written.anchors
+        if outcome is not Outcome.NO_ANSWER:
+            for number in numbers:
+                anchor = anchors.get(number)
+                if anchor is None:
+                    continue  # out of every window already
+                if outcome is Outcome.NOT_SENT:
+                    cursor.execute("DELETE FROM anchors WHERE id = ?", (anchor.row,))
+                    del anchors[number]
+                elif anchor.at > now:
+                    # It arrived before its answer: the latest moment it counts from.
+                    cursor.execute(
+                        "UPDATE anchors SET at = ? WHERE id = ? AND at > ?",
+                        (now, anchor.row, now),
+                    )
+                    anchor.at = now
+        if paused is not None:
+            until = now + pause
+            cursor.execute(
+                "INSERT INTO pauses (key_id, scope, until) VALUES (?, ?, ?) "
+                "ON CONFLICT (key_id, scope) DO UPDATE SET until = max(until, excluded.until)",
+                (*paused, until),
+            )
+            pauses = self._written.pauses
+            pauses[paused] = max(until, pauses.get(paused, until))
+
+    def _keeps(self) -> bool:
+        self._written.prune(time.time())
+        return self._written.keeps()
+
+    def _rejoin(self, cursor: sqlite3.Cursor) -> None:
+        """In the file's thread, on a file that replaced the one this process used: write into
+        it what this process spent there and still counts (its anchors, with new row ids), its
+        pauses, its longest windows and the nonces it drew (a counter only ever goes up)."""
+        now = time.time()
+        written = self._written
+        written.prune(now)
+        for anchor in written.anchors.values():
+            cursor.execute(
+                "INSERT INTO anchors (key_id, scope, at, span) VALUES (?, ?, ?, ?)",
+                (anchor.key_id, anchor.scope, anchor.at, anchor.span),
+            )
+            row = cursor.lastrowid
+            assert row is not None
+            anchor.row = row
+        for (key_id, scope), until in written.pauses.items():
+            cursor.execute(
+                "INSERT INTO pauses (key_id, scope, until) VALUES (?, ?, ?) "
+                "ON CONFLICT (key_id, scope) DO UPDATE SET until = max(until, excluded.until)",
+                (key_id, scope, until),
+            )
+        for (key_id, scope), (per, until) in written.windows.items():
+            cursor.execute(
+                "INSERT INTO longest_windows (key_id, scope, per, until) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (key_id, scope) DO UPDATE SET per = max(per, excluded.per), "
+                "until = max(until, excluded.until)",
+                (key_id, scope, per, until),
+            )
+        for nonce_key, last in written.nonces.items():
+            cursor.execute(
+                "INSERT INTO nonces (key_id, last) VALUES (?, ?) "
+                "ON CONFLICT (key_id) DO UPDATE SET last = max(last, excluded.last)",
+                (nonce_key, last),
+            )
+
     async def aclose(self) -> None:
-        """Close the file. Its budgets stay for the next process."""
-        with self._lock:
-            db, self._db = self._db, None
-            if db is not None:
-                db.close()
-
-
-class _Transaction:
-    """``with limiter._transaction() as cursor``: one ``BEGIN IMMEDIATE`` transaction, committed on
-    success and rolled back on error; SQLite errors become
-    [`TransportError`][txc_async.TransportError]."""
-
-    __slots__ = ("_cursor", "_limiter")
-
-    def __init__(self, limiter: SQLiteLimiter) -> None:
-        self._limiter = limiter
-        self._cursor: sqlite3.Cursor | None = None
-
-    def __enter__(self) -> sqlite3.Cursor:
-        limiter = self._limiter
-        limiter._lock.acquire()
-        try:
-            db = limiter._db
-            if db is None:
-                raise TransportError(
-                    f"rate-limit store closed: {str(limiter._path)!r}",
-                    may_have_reached_server=False,
-                )
-            self._cursor = db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            limiter._lock.release()
-            raise limiter._fail(exc) from None
-        except BaseException:
-            limiter._lock.release()
-            raise
-        return self._cursor
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
-        limiter = self._limiter
-        db = limiter._db
-        try:
-            if db is not None:
-                if exc is None:
-                    db.execute("COMMIT")
-                else:
-                    db.execute("ROLLBACK")
-        except sqlite3.Error as error:
-            if exc is None:
-                raise limiter._fail(error) from None
-        finally:
-            limiter._lock.release()
-        if isinstance(exc, sqlite3.Error):
-            raise limiter._fail(exc) from None
+        """Close the file once the answers and give-backs handed over have been written. Its
+        budgets stay for the next process."""
+        await asyncio.wrap_future(self._file.close())
