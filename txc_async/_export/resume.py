@@ -12,7 +12,7 @@ from .._backfill.engine import job_ledger
 from .._backfill.ledger import RewardLedger
 from .._backfill.plan import RewardJob, RewardPlan
 from .._backfill.walk import RewardsCursor, WireReward, fixed_fields
-from .parquet import PartWriter, part_files, read_part_rows
+from .parquet import PartWriter, check_dataset, part_files, read_part_rows
 from .report import format_moment
 from .rowfile import OutputFileError, count_lines, cut_torn_tail, ends_whole, read_rows
 from .settle import rewrite_legacy, upgrade_output
@@ -93,6 +93,8 @@ def _cursors_from_rows(
 
 def prepare(out: Path, state_path: Path, fmt: Format, wanted: RewardPlan) -> Prepared:
     """Check, extend and repair what an earlier run left (the lock is held)."""
+    if fmt == "parquet":
+        check_dataset(out)
     saved = read_state(state_path)
     written = output_written(out, fmt)
     plan = wanted
