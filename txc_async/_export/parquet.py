@@ -127,7 +127,7 @@ def check_dataset(directory: Path) -> None:
                 names = set(pa.parquet.read_schema(path).names)
             except (pa.ArrowException, OSError):
                 names = set()
-            foreign = not _BACKFILL_COLUMNS <= names
+            foreign = not names >= _BACKFILL_COLUMNS
         if foreign:
             raise OutputFileError(
                 f"{directory} holds {path.name}, which is not a part of a rewards backfill (a "
