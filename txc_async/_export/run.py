@@ -33,7 +33,15 @@ from .resume import Prepared, output_ledger, prepare
 from .rowfile import OutputFileError, RowFile
 from .settle import Replacement, day_runs, read_again, replace_output_rows
 from .sinks import DAY, PENDING, ExportSink, FileSink, PieceWriter, StreamSink
-from .state import FORMATS, Format, OutputState, output_paths, read_state, write_state
+from .state import (
+    FORMATS,
+    Format,
+    OutputState,
+    open_to_append,
+    output_paths,
+    read_state,
+    write_state,
+)
 
 __all__ = [
     "FORMATS",
@@ -148,7 +156,7 @@ async def _to_file(
     ledger = await _in_thread_to_its_end(output_ledger, path, fmt, prepared.plan, mine)
     writer: PieceWriter = PartWriter(path) if fmt == "parquet" else RowFile(path, fmt)
     try:
-        with state_path.open("ab") as state:
+        with open_to_append(state_path) as state:
             sink = FileSink(writer, state, prepared.done, prepared.job_rows, progress,
                             on_progress, prepared.accounts, prepared.pending)
             requests, elapsed = await _export(

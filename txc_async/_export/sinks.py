@@ -14,7 +14,7 @@ from .._backfill.plan import RewardJob
 from .._backfill.walk import WireReward, fixed_fields
 from .report import BackfillProgress
 from .rowfile import encode_jsonl
-from .state import mark_checked, mark_done, mark_pending
+from .state import mark_checked, mark_done
 
 __all__ = [
     "DAY", "PENDING", "ExportSink", "FileSink", "OnProgress", "PieceWriter", "StreamSink",
@@ -110,12 +110,13 @@ class PieceWriter(Protocol):
 
 
 class FileSink(ExportSink):
-    """Rows to a file output through ``writer``, and each finished job to its state (opened to
-    append), counted: a job's rows reach the disk before its line does, so a job the state
-    calls done is in the output whatever interrupts the run. The check's finds are added to
-    their job's count the same way, and the state says when the check is over. With a job's
-    line comes the days its rows hold pending rewards on (those earlier runs wrote for it
-    included: ``pending``), for a later run to read again."""
+    """Rows to a file output through ``writer``, and each finished job to its state (see
+    ``state.open_to_append``), counted: a job's rows reach the disk before its record does, so
+    a job the state calls done is in the output whatever interrupts the run. The check's finds
+    are added to their job's count the same way, and the state says when the check is over.
+    A job's record names, in the same line, the days its rows hold pending rewards on (those
+    earlier runs wrote for it included: ``pending``), for a later run to read again: the rows,
+    the count and the pending days of a step are in the state together or not at all."""
 
     def __init__(
         self, writer: PieceWriter, state: BinaryIO, done: dict[int, int | None],
@@ -173,19 +174,15 @@ class FileSink(ExportSink):
     def _settle(self, job: int) -> None:
         self._writer.finish(job)
         rows = self._done[job] = self._job_rows.pop(job, 0)
-        mark_done(self._state, job, rows)
-        if job in self.pending:
-            mark_pending(self._state, job, self.pending[job])
+        mark_done(self._state, job, rows, self.pending.get(job, ()))
 
     def _settle_found(self, job: int, rows: int) -> None:
         self._writer.finish(job)
         count = self._done.get(job)
         # None: an older version marked the job done without counting its rows; it stays so.
         if count is not None:
-            self._done[job] = count + rows
-            mark_done(self._state, job, count + rows)
-        if job in self.pending:
-            mark_pending(self._state, job, self.pending[job])
+            count = self._done[job] = count + rows
+        mark_done(self._state, job, count, self.pending.get(job, ()))
 
     def checked(self) -> None:
         mark_checked(self._state)
