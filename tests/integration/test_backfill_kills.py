@@ -185,3 +185,39 @@ async def test_a_torn_last_record_is_cut_before_the_next_is_appended(
     whole, and the state holds the output. (No pending rewards here: the kill comes after
     whichever piece finishes first, and the moment after a record is the test above's.)"""
     assert await _killed_then_rerun(tmp_path, "jsonl", signal.SIGKILL, 1, torn, pending_days=0)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+async def test_an_output_whose_state_lost_its_pending_days_heals_on_the_next_run(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A state written by a version that a kill could stop between a piece's line and its
+    pending days: the rows say which days hold pending rewards, and the next run reads them
+    again."""
+    from txc_async import InProcessLimiter, RateLimit
+    from txc_async._client import Client
+    from txc_async._export.run import backfill_to_file
+    from txc_async._export.state import write_state
+
+    out = tmp_path / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
+    end = START + DAYS * DAY - 1
+    async with Sandbox(mining_accounts=4, rewards_days=DAYS, pending_days=10,
+                       enforce_limits=False) as box, \
+            Client(api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+                   rate_limits={"mining_rewards": RateLimit(10**6, 1.0)},
+                   limiter=InProcessLimiter()) as client:
+        first = await backfill_to_file(client, start=START, end=end, path=out,
+                                       fmt=fmt)  # type: ignore[arg-type]
+        assert first.still_pending == 40
+        state = read_state(_state_path(out, fmt))
+        assert state is not None and state.pending
+        state.pending = {}
+        write_state(_state_path(out, fmt), state)
+        box.settle_rewards()
+        second = await backfill_to_file(client, start=START, end=end, path=out,
+                                        fmt=fmt)  # type: ignore[arg-type]
+        assert sum(second.settled.values()) == 40 and second.still_pending == 0
+        server = _server(box)
+    rows = _rows(out, fmt)
+    assert len(rows) == len(server) and not [r for r in rows if r.status == "pending"]
+    assert all(_settling(r) == _settling(server[fixed_fields(r)]) for r in rows)

@@ -122,10 +122,14 @@ class FileSink(ExportSink):
         self, writer: PieceWriter, state: BinaryIO, done: dict[int, int | None],
         job_rows: dict[int, int], progress: BackfillProgress, on_progress: OnProgress | None,
         accounts: set[str], pending: dict[int, frozenset[int]] | None = None,
+        checked_before: bool = False,
     ) -> None:
         super().__init__(progress, on_progress, accounts)
         self._writer = writer
         self._state = state
+        #: Whether the state says the check ran already, and nothing was recorded since: a
+        #: check of a finished output that finds nothing changes nothing.
+        self._checked = checked_before
         self._done = done
         #: Rows of each job under way, with those earlier runs wrote for a job resumed part-way.
         self._job_rows = dict(job_rows)
@@ -174,6 +178,7 @@ class FileSink(ExportSink):
     def _settle(self, job: int) -> None:
         self._writer.finish(job)
         rows = self._done[job] = self._job_rows.pop(job, 0)
+        self._checked = False
         mark_done(self._state, job, rows, self.pending.get(job, ()))
 
     def _settle_found(self, job: int, rows: int) -> None:
@@ -182,7 +187,10 @@ class FileSink(ExportSink):
         # None: an older version marked the job done without counting its rows; it stays so.
         if count is not None:
             count = self._done[job] = count + rows
+        self._checked = False
         mark_done(self._state, job, count, self.pending.get(job, ()))
 
     def checked(self) -> None:
-        mark_checked(self._state)
+        if not self._checked:
+            mark_checked(self._state)
+            self._checked = True

@@ -160,8 +160,10 @@ class Progress:
 
 def _summary_line(summary: BackfillSummary, where: str) -> str:
     if summary.complete_already:
-        return (f"{where}: already complete ({summary.records_before:,} records); "
-                "nothing to fetch")
+        line = (f"{where}: already complete ({summary.records_before:,} records), nothing new "
+                f"on the server: {summary.checked()}, {summary.requests:,} requests")
+        settling = summary.settling()
+        return line if settling is None else f"{line}; {settling}"
     parts = [f"{where}: {summary.records_written:,} records written"]
     if summary.records_before:
         parts[0] += f" after {summary.records_before:,} kept from before"
@@ -172,7 +174,7 @@ def _summary_line(summary: BackfillSummary, where: str) -> str:
     if summary.upgraded:
         parts.append("upgraded to rows with status and payouts (their days read again)")
     parts += [f"{summary.accounts} accounts", f"{summary.requests:,} requests",
-              f"{summary.elapsed:.1f} s"]
+              f"{summary.elapsed:.1f} s", summary.checked()]
     line = ", ".join(parts)
     settling = summary.settling()
     return line if settling is None else f"{line}; {settling}"
