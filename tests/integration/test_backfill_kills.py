@@ -3,11 +3,11 @@ step it records in its state, then rerun: nothing lost, nothing stalled. Every r
 output once, the days holding pending rewards stay named until they settle, and once the server
 settles them a rerun leaves no row pending.
 
-Each run is a real process running the command line against a sandbox this test serves. The kill
-comes from inside that process, right after the state file's n-th record is made durable
-(``fsync``), for n = 1, 2, ... until a run ends by itself: every moment between two records of a
-run is reached, whatever order its pieces finish in. A torn record (what a power loss leaves) is
-cut before anything is appended after it."""
+The killed run is a real process running the command line against a sandbox this test serves
+(the reruns run in this process). The kill comes from inside that process, right after the state
+file's n-th record is made durable (``fsync``), for n = 1, 2, ... until a run ends by itself:
+every moment between two records of a run is reached, whatever order its pieces finish in. A
+torn record (what a power loss leaves) is cut before anything is appended after it."""
 
 from __future__ import annotations
 
@@ -22,9 +22,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from txc_async import InProcessLimiter, RateLimit
 from txc_async._backfill.walk import WireReward, fixed_fields
+from txc_async._client import Client
 from txc_async._export.parquet import read_part_rows
+from txc_async._export.report import BackfillSummary
 from txc_async._export.rowfile import read_rows
+from txc_async._export.run import backfill_to_file
 from txc_async._export.state import read_state
 from txc_async.sandbox import Sandbox
 
@@ -78,12 +82,14 @@ async def _run(box: Sandbox, home: Path, *argv: str) -> tuple[int, str]:
     return process.returncode, err.decode()
 
 
-async def _backfill(box: Sandbox, home: Path, out: Path, fmt: str) -> str:
-    code, err = await _run(box, home, "-m", "txc_async", *ARGS, "--out", str(out),
-                           "--format", fmt)
-    assert code == 0, err
-    assert "Traceback" not in err
-    return err.splitlines()[-1]
+async def _backfill(box: Sandbox, out: Path, fmt: str) -> BackfillSummary:
+    """The rerun: the same backfill, in this process (the killed run was a process of its
+    own, and this one sees the state it left)."""
+    async with Client(api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+                      rate_limits={"mining_rewards": RateLimit(10**6, 1.0)},
+                      limiter=InProcessLimiter()) as client:
+        return await backfill_to_file(client, start=START, end=START + DAYS * DAY - 1,
+                                      path=out, fmt=fmt)  # type: ignore[arg-type]
 
 
 def _state_path(out: Path, fmt: str) -> Path:
@@ -110,7 +116,9 @@ _RECORD = re.compile(rb"[0-9]+ (?:[0-9]+|-)(?: [0-9]+(?:,[0-9]+)*)?|checked"
                      rb"|pending [0-9]+ [0-9]*(?:,[0-9]+)*")
 
 
-def _assert_state_holds_the_output(out: Path, fmt: str, last_line: str, pending: bool) -> None:
+def _assert_state_holds_the_output(
+    out: Path, fmt: str, summary: BackfillSummary, pending: bool
+) -> None:
     """The state says every piece is done with the rows the output holds for it; every row
     holding a pending reward lies on a day it names pending, and the summary counts every such
     row as still pending; every line of it is one record."""
@@ -126,8 +134,22 @@ def _assert_state_holds_the_output(out: Path, fmt: str, last_line: str, pending:
     still = [r for r in rows if r.status == "pending"]
     assert bool(still) == pending
     assert {r.date // DAY for r in still} <= named, "a pending day is no longer named"
-    if pending:
-        assert last_line.endswith(f"; {len(still)} still pending"), last_line
+    assert summary.still_pending == len(still), summary
+
+
+def _assert_killed_state_holds_its_steps(out: Path, fmt: str) -> None:
+    """The state as the kill left it: every piece it calls done has its pending days named,
+    whatever moment the kill came at."""
+    state = read_state(_state_path(out, fmt))
+    if state is None:
+        return
+    pending: dict[int | None, set[int]] = {}
+    for row in _rows(out, fmt):
+        if row.status == "pending":
+            pending.setdefault(state.plan.job_of(row), set()).add(row.date // DAY)
+    for job in state.done:
+        assert pending.get(job, set()) <= state.pending.get(job, frozenset()), (
+            f"piece {job} is done but its pending days are not named")
 
 
 async def _killed_then_rerun(
@@ -147,20 +169,21 @@ async def _killed_then_rerun(
                                str(signum), *ARGS, "--out", str(out), "--format", fmt)
         killed = code == -signum
         assert killed or code == 0, err
+        _assert_killed_state_holds_its_steps(out, fmt)
         if torn:
             with _state_path(out, fmt).open("ab") as state:
                 state.write(torn)
-        _assert_state_holds_the_output(out, fmt, await _backfill(box, home, out, fmt),
+        _assert_state_holds_the_output(out, fmt, await _backfill(box, out, fmt),
                                        pending=pending_days > 0)
         box.settle_rewards()
-        last = await _backfill(box, home, out, fmt)
+        last = await _backfill(box, out, fmt)
         server = _server(box)
     rows = _rows(out, fmt)
     keys = [fixed_fields(r) for r in rows]
     assert len(keys) == len(set(keys)) and set(keys) == set(server)
     assert [r for r in rows if r.status == "pending"] == [], last
     assert all(_settling(r) == _settling(server[fixed_fields(r)]) for r in rows)
-    assert last.endswith("; 0 still pending") or not pending_days, last
+    assert last.still_pending == 0, last
     return killed
 
 
@@ -194,28 +217,19 @@ async def test_an_output_whose_state_lost_its_pending_days_heals_on_the_next_run
     """A state written by a version that a kill could stop between a piece's line and its
     pending days: the rows say which days hold pending rewards, and the next run reads them
     again."""
-    from txc_async import InProcessLimiter, RateLimit
-    from txc_async._client import Client
-    from txc_async._export.run import backfill_to_file
     from txc_async._export.state import write_state
 
     out = tmp_path / ("rewards" if fmt == "parquet" else f"rewards.{fmt}")
-    end = START + DAYS * DAY - 1
     async with Sandbox(mining_accounts=4, rewards_days=DAYS, pending_days=10,
-                       enforce_limits=False) as box, \
-            Client(api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
-                   rate_limits={"mining_rewards": RateLimit(10**6, 1.0)},
-                   limiter=InProcessLimiter()) as client:
-        first = await backfill_to_file(client, start=START, end=end, path=out,
-                                       fmt=fmt)  # type: ignore[arg-type]
+                       enforce_limits=False) as box:
+        first = await _backfill(box, out, fmt)
         assert first.still_pending == 40
         state = read_state(_state_path(out, fmt))
         assert state is not None and state.pending
         state.pending = {}
         write_state(_state_path(out, fmt), state)
         box.settle_rewards()
-        second = await backfill_to_file(client, start=START, end=end, path=out,
-                                        fmt=fmt)  # type: ignore[arg-type]
+        second = await _backfill(box, out, fmt)
         assert sum(second.settled.values()) == 40 and second.still_pending == 0
         server = _server(box)
     rows = _rows(out, fmt)
