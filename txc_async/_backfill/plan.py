@@ -3,9 +3,10 @@ the range is extended, and the fixed shares of them that several machines can ta
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._models import MiningReward
@@ -60,12 +61,34 @@ class RewardPlan:
     slice_seconds: int = 0
     extended_from: tuple[int, ...] = ()
     shard: tuple[int, int] = (1, 1)
+    #: For `job_of`: each segment's first and last moment (ascending) and its first job number,
+    #: and each named account's place; made once, so that placing a row costs a binary search
+    #: among the segments and one look-up, however often the range was extended.
+    _lows: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _highs: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _firsts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _places: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.slice_seconds:
             object.__setattr__(
                 self, "slice_seconds", PER_ACCOUNT_SLICE if self.accounts else ALL_ACCOUNTS_SLICE
             )
+        segments = self.segments()
+        per_slice = max(1, len(self.accounts))
+        firsts: list[int] = []
+        first = 0
+        for lo, hi in segments:
+            firsts.append(first)
+            first += ((hi - lo) // self.slice_seconds + 1) * per_slice
+        object.__setattr__(self, "_lows", tuple(lo for lo, _ in segments))
+        object.__setattr__(self, "_highs", tuple(hi for _, hi in segments))
+        object.__setattr__(self, "_firsts", tuple(firsts))
+        # The first place of a name listed twice, as ``tuple.index`` gives it.
+        places: dict[str, int] = {}
+        for place, name in enumerate(self.accounts):
+            places.setdefault(name, place)
+        object.__setattr__(self, "_places", places)
 
     def segments(self) -> list[tuple[int, int]]:
         bounds = [self.start, *(e + 1 for e in self.extended_from), self.end + 1]
@@ -90,24 +113,24 @@ class RewardPlan:
         return job.index % count == index - 1
 
     def job_of(self, record: MiningReward | WireReward) -> int | None:
-        """The number of the job whose range holds ``record``, or ``None``."""
+        """The number of the job whose range holds ``record``, or ``None``: a binary search among
+        the segments, then arithmetic (the jobs of a segment are its slices, newest first, each
+        one per account)."""
         date = record.date
         if not self.start <= date <= self.end:
             return None
-        first = 0
+        segment = bisect.bisect_right(self._lows, date) - 1
+        if segment < 0 or date > self._highs[segment]:
+            return None
         per_slice = max(1, len(self.accounts))
-        for lo, hi in self.segments():
-            slices = (hi - lo) // self.slice_seconds + 1
-            if lo <= date <= hi:
-                position = first + (hi - date) // self.slice_seconds * per_slice
-                if not self.accounts:
-                    return position
-                try:
-                    return position + self.accounts.index(record.mining_account_name)
-                except ValueError:
-                    return None
-            first += slices * per_slice
-        return None
+        position = (
+            self._firsts[segment]
+            + (self._highs[segment] - date) // self.slice_seconds * per_slice
+        )
+        if not self.accounts:
+            return position
+        place = self._places.get(record.mining_account_name)
+        return None if place is None else position + place
 
 
 def plan_reward_jobs(

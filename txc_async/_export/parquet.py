@@ -6,6 +6,7 @@ written atomically, with typed columns and exact decimals (the wire's strings ar
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
 from pathlib import Path
@@ -13,11 +14,12 @@ from typing import Any
 
 from .._backfill.walk import WireReward
 from .._errors import TxcError
-from .rowfile import fsync_directory
+from .rowfile import OutputFileError, fsync_directory
 
 __all__ = [
     "DECIMAL_TYPE",
     "PartWriter",
+    "check_dataset",
     "legacy_parts",
     "load_pyarrow",
     "part_files",
@@ -85,10 +87,53 @@ _TEXT_COLUMNS = (
 )
 
 
+#: A part file's name: its job's number and its chunk's, as `PartWriter` writes them.
+_PART_NAME = re.compile(r"part-([0-9]{6,})-([0-9]{3,})\.parquet")
+#: The columns every part file holds, those of the earliest format included.
+_BACKFILL_COLUMNS = frozenset({
+    "mining_account_name", "total_reward", "reward", "fee", "fpps_rate", "hash_rate", "date",
+})
+
+
+def _part_number(path: Path) -> tuple[int, int] | None:
+    """The job and chunk of a part file's name as `PartWriter` writes it, else ``None`` (a
+    name of another writer's: Spark's ``part-00000-<uuid>-c000.snappy.parquet``, say)."""
+    match = _PART_NAME.fullmatch(path.name)
+    if match is None:
+        return None
+    job, chunk = int(match[1]), int(match[2])
+    return (job, chunk) if path.name == f"part-{job:06d}-{chunk:03d}.parquet" else None
+
+
 def part_files(directory: Path, job: int | None = None) -> list[Path]:
-    """The dataset's part files, or those of one job."""
-    pattern = "part-*.parquet" if job is None else f"part-{job:06d}-*.parquet"
-    return sorted(directory.glob(pattern))
+    """The dataset's part files, or those of one job, in the order of their numbers."""
+    numbered = [
+        (number, path) for path in directory.glob("part-*.parquet")
+        if (number := _part_number(path)) is not None and (job is None or number[0] == job)
+    ]
+    return [path for _, path in sorted(numbered)]
+
+
+def check_dataset(directory: Path) -> None:
+    """Refuse a directory holding a Parquet file this backfill did not write (another tool's
+    dataset, DuckDB's or Spark's, or a file of another table under a part file's name): a
+    dataset directory holds one backfill's part files only, as its readers
+    (``read_parquet('DIR/*.parquet')``) take every file in it. Nothing in it changes first."""
+    pa = load_pyarrow()
+    for path in sorted(directory.glob("*.parquet")):
+        foreign = _part_number(path) is None
+        if not foreign:
+            try:
+                names = set(pa.parquet.read_schema(path).names)
+            except (pa.ArrowException, OSError):
+                names = set()
+            foreign = not names >= _BACKFILL_COLUMNS
+        if foreign:
+            raise OutputFileError(
+                f"{directory} holds {path.name}, which is not a part of a rewards backfill (a "
+                "dataset directory holds one backfill's part files only); move it away or "
+                "choose another --out"
+            )
 
 
 class PartWriter:

@@ -44,6 +44,13 @@ class BackfillSummary:
     the output holding a reward still pending (read again by the next run); ``read_again`` the
     rewards read again; ``upgraded``: the output was of the earlier format, without status and
     payouts, and was rewritten in today's (its days are read again).
+
+    What the run checked: every run (a rerun of a finished output too) ends with the check over
+    every day of its range (its shard's pieces), against the rows the output holds, so a reward
+    booked on any day since an earlier run read it is found and written. ``checked_as_of`` is
+    the Unix time the run began (``None``: it did not check): every reward the server held in
+    the range then is in the output; one booked later is not checked, and the next run finds
+    it. ``jobs_walked`` counts the pieces the run walked (none: it only checked).
     """
 
     path: Path | None
@@ -60,13 +67,25 @@ class BackfillSummary:
     still_pending: int = 0
     read_again: int = 0
     upgraded: bool = False
+    checked_as_of: float | None = None
+    jobs_walked: int = 0
 
     @property
     def complete_already(self) -> bool:
-        return self.requests == 0 and self.records_written == 0 and self.jobs_total > 0 and (
+        """Whether the output held the whole range already: the run walked nothing, the check
+        found nothing new, and nothing was repaired, extended or upgraded."""
+        return self.jobs_walked == 0 and self.records_written == 0 and self.jobs_total > 0 and (
             self.jobs_resumed == 0 and self.repaired is None and self.extended_from is None
             and not self.upgraded
         )
+
+    def checked(self) -> str:
+        """What the run checked, in words: ``"checked as of 2025-01-02 06:00:03 UTC"`` (a
+        reward booked later is not), or ``"not checked"``."""
+        if self.checked_as_of is None:
+            return "not checked"
+        moment = datetime.fromtimestamp(self.checked_as_of, UTC)
+        return f"checked as of {moment:%Y-%m-%d %H:%M:%S} UTC"
 
     def settling(self) -> str | None:
         """How rewards settled, in words (``"3 settled: 2 successful, 1 canceled; 1 still

@@ -12,14 +12,14 @@ from .._backfill.engine import job_ledger
 from .._backfill.ledger import RewardLedger
 from .._backfill.plan import RewardJob, RewardPlan
 from .._backfill.walk import RewardsCursor, WireReward, fixed_fields
-from .parquet import PartWriter, part_files, read_part_rows
+from .parquet import PartWriter, check_dataset, part_files, read_part_rows
 from .report import format_moment
 from .rowfile import OutputFileError, count_lines, cut_torn_tail, ends_whole, read_rows
 from .settle import rewrite_legacy, upgrade_output
 from .sinks import DAY, PENDING
 from .state import STATE_VERSION, Format, OutputState, read_state, reconcile, write_state
 
-__all__ = ["Prepared", "output_ledger", "output_written", "prepare"]
+__all__ = ["OutputRead", "Prepared", "output_ledger", "output_written", "prepare"]
 
 
 def output_written(out: Path, fmt: Format) -> bool:
@@ -39,7 +39,6 @@ class Prepared:
     accounts: set[str]
     repaired: str | None
     extended_from: int | None
-    complete: bool = False
     #: Rows the output holds for each job resumed part-way.
     job_rows: dict[int, int] = field(default_factory=dict)
     #: Per job, the days whose rows held pending rewards when an earlier run read them (or were
@@ -93,6 +92,8 @@ def _cursors_from_rows(
 
 def prepare(out: Path, state_path: Path, fmt: Format, wanted: RewardPlan) -> Prepared:
     """Check, extend and repair what an earlier run left (the lock is held)."""
+    if fmt == "parquet":
+        check_dataset(out)
     saved = read_state(state_path)
     written = output_written(out, fmt)
     plan = wanted
@@ -151,9 +152,8 @@ def _prepare_rows(
         if not torn and (not counts_known or lines == expected):
             if saved is None or saved.plan != plan:
                 write_state(state_path, state)
-            # Every piece is written; unless the check ran, the run only checks.
-            checked = saved is not None and saved.checked and saved.plan == plan
-            return Prepared(plan, done, {}, lines, set(), None, None, complete=checked,
+            # Every piece is written: the run only checks.
+            return Prepared(plan, done, {}, lines, set(), None, None,
                             pending=dict(state.pending))
         repaired = (
             "its last line was cut" if torn
@@ -228,23 +228,40 @@ def _prepare_parts(
         write_state(state_path, state)
     return Prepared(
         state.plan, done, {}, kept, set(), "; ".join(repaired) or None, extended_from,
-        complete=complete and checked and extended_from is None, pending=dict(state.pending),
+        pending=dict(state.pending),
     )
+
+
+@dataclass(slots=True)
+class OutputRead:
+    """What the output holds, read back for a run: its rows in the ledger of the check, the days
+    its rows hold pending rewards on (by job), and the accounts they name."""
+
+    ledger: RewardLedger[WireReward]
+    pending: dict[int, frozenset[int]]
+    accounts: set[str]
 
 
 def output_ledger(
     out: Path, fmt: Format, plan: RewardPlan, jobs: Sequence[RewardJob]
-) -> RewardLedger[WireReward]:
-    """A ledger of ``jobs`` for the check, holding the rows the output holds already."""
+) -> OutputRead:
+    """A ledger of ``jobs`` for the check, holding the rows the output holds already; with
+    the days where those rows hold pending rewards: the rows say it whatever the state says
+    (a state written by a version that a kill could stop between a piece's line and its
+    pending days lost them)."""
     read = output_written(out, fmt)
     ledger: RewardLedger[WireReward] = job_ledger(jobs)
-    if not read:
-        return ledger
-    by_index = {job.index: job for job in jobs}
-    rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)
-    for row in rows:
-        index = plan.job_of(row)
-        job = by_index.get(index) if index is not None else None
-        if job is not None:
-            ledger.add(job, (row,))
-    return ledger
+    pending: dict[int, set[int]] = {}
+    accounts: set[str] = set()
+    if read:
+        by_index = {job.index: job for job in jobs}
+        rows = read_part_rows(out) if fmt == "parquet" else read_rows(out, fmt)
+        for row in rows:
+            index = plan.job_of(row)
+            job = by_index.get(index) if index is not None else None
+            if job is not None:
+                ledger.add(job, (row,))
+                accounts.add(row.mining_account_name)
+                if row.status == PENDING:
+                    pending.setdefault(job.index, set()).add(row.date // DAY)
+    return OutputRead(ledger, {job: frozenset(days) for job, days in pending.items()}, accounts)

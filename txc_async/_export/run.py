@@ -3,8 +3,11 @@ the backfill engine with one of the export's sinks.
 
 A file output is resumable and extendable: a rerun keeps every row, repairs what an interruption
 cut, fetches only what is missing, never writes a row twice, and a later ``end`` appends only the
-new days (see ``resume``). It settles: a rerun also reads again the days whose rows held pending
-rewards, and replaces those rows atomically (see ``settle``). One run at a time holds an output
+new days (see ``resume``). Every run, a rerun of a finished output too, ends with the check over
+the whole range against the rows the output holds, so a reward booked on any day since an
+earlier run read it is found (one request per 10,000 rows, plus a read of where it was booked).
+It settles: a rerun also reads again the days whose rows held pending rewards, and replaces
+those rows atomically (see ``settle``). One run at a time holds an output
 (an OS lock). Rows are written from the wire's strings: no ``Decimal`` is built and no amount
 goes through a float.
 """
@@ -33,7 +36,15 @@ from .resume import Prepared, output_ledger, prepare
 from .rowfile import OutputFileError, RowFile
 from .settle import Replacement, day_runs, read_again, replace_output_rows
 from .sinks import DAY, PENDING, ExportSink, FileSink, PieceWriter, StreamSink
-from .state import FORMATS, Format, OutputState, output_paths, read_state, write_state
+from .state import (
+    FORMATS,
+    Format,
+    OutputState,
+    open_to_append,
+    output_paths,
+    read_state,
+    write_state,
+)
 
 __all__ = [
     "FORMATS",
@@ -97,15 +108,9 @@ async def backfill_to_file(
         prepared = await _in_thread_to_its_end(prepare, path, state_path, fmt, wanted)
         plan = prepared.plan
         mine = [job for job in plan.jobs() if plan.mine(job)]
-        written = RunPending()
-        if prepared.complete:
-            summary = BackfillSummary(
-                path, 0, prepared.rows_before, len(mine), 0, 0, 0.0, 0, None, None
-            )
-        else:
-            summary, written = await _to_file(
-                client, path, fmt, state_path, prepared, mine, concurrency, on_progress
-            )
+        summary, written = await _to_file(
+            client, path, fmt, state_path, prepared, mine, concurrency, on_progress
+        )
         return await _settle(client, path, fmt, state_path, prepared, mine, concurrency,
                              summary, written, on_progress)
 
@@ -136,8 +141,11 @@ async def _to_file(
     mine: Sequence[RewardJob], concurrency: int,
     on_progress: Callable[[BackfillProgress], None] | None,
 ) -> tuple[BackfillSummary, RunPending]:
-    """The backfill of the jobs not done yet into the output; its summary, and what it wrote
-    pending."""
+    """The backfill of the jobs not done yet into the output, then the check over every job
+    (a finished output is only checked); its summary, and what it wrote pending. The days the
+    output's rows hold pending rewards on join ``prepared.pending``, for the state and for
+    `_settle`."""
+    began = time.time()
     pending = [job for job in mine if job.index not in prepared.done]
     progress = BackfillProgress(
         records_before=prepared.rows_before, jobs_total=len(mine),
@@ -145,14 +153,19 @@ async def _to_file(
     )
     # What the output holds for the check: the rows of earlier runs, read back, then every page
     # of this one as it is written.
-    ledger = await _in_thread_to_its_end(output_ledger, path, fmt, prepared.plan, mine)
+    read = await _in_thread_to_its_end(output_ledger, path, fmt, prepared.plan, mine)
+    for job, days in read.pending.items():
+        prepared.pending[job] = prepared.pending.get(job, frozenset()) | days
+    prepared.accounts |= read.accounts
+    saved = read_state(state_path)
     writer: PieceWriter = PartWriter(path) if fmt == "parquet" else RowFile(path, fmt)
     try:
-        with state_path.open("ab") as state:
+        with open_to_append(state_path) as state:
             sink = FileSink(writer, state, prepared.done, prepared.job_rows, progress,
-                            on_progress, prepared.accounts, prepared.pending)
+                            on_progress, prepared.accounts, prepared.pending,
+                            checked_before=saved is not None and saved.checked)
             requests, elapsed = await _export(
-                client, pending, sink, concurrency, ledger, prepared.cursors
+                client, pending, sink, concurrency, read.ledger, prepared.cursors
             )
     finally:
         writer.close()
@@ -168,6 +181,8 @@ async def _to_file(
         accounts=len(sink.accounts),
         repaired=prepared.repaired,
         extended_from=prepared.extended_from,
+        checked_as_of=began,
+        jobs_walked=len(pending),
     ), RunPending(sink.pending_rows, sink.settled_in_run)
 
 
@@ -280,6 +295,7 @@ async def backfill_to_stream(
     """Stream the rewards of ``start..end`` to ``stream`` as JSON lines, page by page (no state,
     no resume): for pipelines such as ``| jq`` or ``| duckdb``."""
     plan, _, concurrency = _wanted(client, start, end, accounts, concurrency, "jsonl", shard)
+    began = time.time()
     mine = [job for job in plan.jobs() if plan.mine(job)]
     progress = BackfillProgress(jobs_total=len(mine))
     sink = StreamSink(stream, progress, on_progress)
@@ -287,4 +303,5 @@ async def backfill_to_stream(
     sink.close()
     return BackfillSummary(
         None, progress.records, 0, len(mine), 0, requests, elapsed, len(sink.accounts),
+        checked_as_of=began, jobs_walked=len(mine),
     )

@@ -14,7 +14,7 @@ from .._backfill.plan import RewardJob
 from .._backfill.walk import WireReward, fixed_fields
 from .report import BackfillProgress
 from .rowfile import encode_jsonl
-from .state import mark_checked, mark_done, mark_pending
+from .state import mark_checked, mark_done
 
 __all__ = [
     "DAY", "PENDING", "ExportSink", "FileSink", "OnProgress", "PieceWriter", "StreamSink",
@@ -110,21 +110,26 @@ class PieceWriter(Protocol):
 
 
 class FileSink(ExportSink):
-    """Rows to a file output through ``writer``, and each finished job to its state (opened to
-    append), counted: a job's rows reach the disk before its line does, so a job the state
-    calls done is in the output whatever interrupts the run. The check's finds are added to
-    their job's count the same way, and the state says when the check is over. With a job's
-    line comes the days its rows hold pending rewards on (those earlier runs wrote for it
-    included: ``pending``), for a later run to read again."""
+    """Rows to a file output through ``writer``, and each finished job to its state (see
+    ``state.open_to_append``), counted: a job's rows reach the disk before its record does, so
+    a job the state calls done is in the output whatever interrupts the run. The check's finds
+    are added to their job's count the same way, and the state says when the check is over.
+    A job's record names, in the same line, the days its rows hold pending rewards on (those
+    earlier runs wrote for it included: ``pending``), for a later run to read again: the rows,
+    the count and the pending days of a step are in the state together or not at all."""
 
     def __init__(
         self, writer: PieceWriter, state: BinaryIO, done: dict[int, int | None],
         job_rows: dict[int, int], progress: BackfillProgress, on_progress: OnProgress | None,
         accounts: set[str], pending: dict[int, frozenset[int]] | None = None,
+        checked_before: bool = False,
     ) -> None:
         super().__init__(progress, on_progress, accounts)
         self._writer = writer
         self._state = state
+        #: Whether the state says the check ran already, and nothing was recorded since: a
+        #: check of a finished output that finds nothing changes nothing.
+        self._checked = checked_before
         self._done = done
         #: Rows of each job under way, with those earlier runs wrote for a job resumed part-way.
         self._job_rows = dict(job_rows)
@@ -173,19 +178,19 @@ class FileSink(ExportSink):
     def _settle(self, job: int) -> None:
         self._writer.finish(job)
         rows = self._done[job] = self._job_rows.pop(job, 0)
-        mark_done(self._state, job, rows)
-        if job in self.pending:
-            mark_pending(self._state, job, self.pending[job])
+        self._checked = False
+        mark_done(self._state, job, rows, self.pending.get(job, ()))
 
     def _settle_found(self, job: int, rows: int) -> None:
         self._writer.finish(job)
         count = self._done.get(job)
         # None: an older version marked the job done without counting its rows; it stays so.
         if count is not None:
-            self._done[job] = count + rows
-            mark_done(self._state, job, count + rows)
-        if job in self.pending:
-            mark_pending(self._state, job, self.pending[job])
+            count = self._done[job] = count + rows
+        self._checked = False
+        mark_done(self._state, job, count, self.pending.get(job, ()))
 
     def checked(self) -> None:
-        mark_checked(self._state)
+        if not self._checked:
+            mark_checked(self._state)
+            self._checked = True

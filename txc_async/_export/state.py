@@ -1,15 +1,20 @@
-"""The state file beside a file output: the plan on its first line, then one line per finished
-job with its rows, a line saying the check ran, and ``pending JOB DAY,DAY`` lines naming the
-UTC days (numbered from 1970-01-01) where a job's rows hold rewards that had not settled (the
-last such line of a job counts; one without days says none is left). Written atomically when
-replaced, appended with an ``fsync`` per line, and read back ignoring a line an interruption
-cut."""
+"""The state file beside a file output: the plan on its first line, then one record per step of
+a run, each one line: a job finished, or the check's finds added to it (``JOB ROWS DAY,DAY``:
+its rows, ``-`` when a version that did not count wrote it, and the UTC days, numbered from
+1970-01-01, where its rows hold rewards that had not settled; none left when there are none),
+and the check over (``checked``). The last record of a job counts. ``pending JOB DAY,DAY``
+names the pending days of a job that is not finished (rows of the earlier format, upgraded).
+
+Whatever interrupts a run, a step is in the state whole or not at all: one record is one line,
+written by one ``write`` and made durable by an ``fsync`` before the next step; a line cut by an
+interruption (a power loss, a full disk) is ignored when read back and cut before anything is
+appended, so that no record runs into the next. Replaced atomically when rewritten."""
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -18,7 +23,7 @@ import msgspec
 
 from .._backfill.plan import RewardPlan
 from .report import format_moment
-from .rowfile import OutputFileError
+from .rowfile import OutputFileError, cut_torn_tail
 
 __all__ = [
     "FORMATS",
@@ -27,7 +32,7 @@ __all__ = [
     "OutputState",
     "mark_checked",
     "mark_done",
-    "mark_pending",
+    "open_to_append",
     "output_paths",
     "read_state",
     "reconcile",
@@ -37,10 +42,13 @@ __all__ = [
 Format = Literal["jsonl", "csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
 #: 4: rows carry the status and payouts, and the state names the days still pending.
-STATE_VERSION = 4
+#: 5: a finished job's record carries its pending days (4 gave them a line of their own).
+STATE_VERSION = 5
 #: The state's line saying the run that finished every piece also checked them.
 _CHECKED = b"checked"
 _PENDING = b"pending"
+#: A record's rows when the version that wrote it did not count them.
+_UNCOUNTED = b"-"
 
 _encode = msgspec.json.Encoder().encode
 _decode_header = msgspec.json.Decoder(dict[str, Any]).decode
@@ -109,7 +117,15 @@ def read_state(state_path: Path) -> OutputState | None:
             if parts[0] == _PENDING:
                 pending[int(parts[1])] = _days(parts[2] if len(parts) > 2 else b"")
                 continue
-            done[int(parts[0])] = int(parts[1]) if len(parts) > 1 else None
+            if len(parts) > 3:
+                raise ValueError(line)
+            job = int(parts[0])
+            done[job] = (
+                int(parts[1]) if len(parts) > 1 and parts[1] != _UNCOUNTED else None
+            )
+            # A finished job's record names every day of it still pending: none when it
+            # names none (state 4 gave them a line after it, read after it the same way).
+            pending[job] = _days(parts[2] if len(parts) > 2 else b"")
     except (msgspec.MsgspecError, ValueError, KeyError, TypeError, IndexError):
         raise OutputFileError(f"{state_path} is damaged; remove it to rescan the output") from None
     pending = {job: days for job, days in pending.items() if days}
@@ -120,8 +136,19 @@ def _days(text: bytes) -> frozenset[int]:
     return frozenset(int(day) for day in text.split(b",") if day)
 
 
-def _pending_line(job: int, days: frozenset[int] | set[int]) -> bytes:
-    return b"%s %d %s\n" % (_PENDING, job, ",".join(map(str, sorted(days))).encode())
+def _day_list(days: Iterable[int]) -> bytes:
+    return ",".join(map(str, sorted(days))).encode()
+
+
+def _pending_line(job: int, days: Iterable[int]) -> bytes:
+    return b"%s %d %s\n" % (_PENDING, job, _day_list(days))
+
+
+def _done_line(job: int, rows: int | None, days: Iterable[int]) -> bytes:
+    """A finished job's record: its rows and the days its rows hold pending rewards on."""
+    counted = _UNCOUNTED if rows is None else b"%d" % rows
+    listed = _day_list(days)
+    return b"%d %s %s\n" % (job, counted, listed) if listed else b"%d %s\n" % (job, counted)
 
 
 def write_state(state_path: Path, state: OutputState) -> None:
@@ -130,34 +157,44 @@ def write_state(state_path: Path, state: OutputState) -> None:
     with temporary.open("wb") as handle:
         handle.write(_header(state.plan, state.fmt))
         handle.writelines(
-            (f"{job} {rows}\n" if rows is not None else f"{job}\n").encode()
+            _done_line(job, rows, state.pending.get(job, ()))
             for job, rows in sorted(state.done.items())
         )
         if state.checked:
             handle.write(_CHECKED + b"\n")
         handle.writelines(
-            _pending_line(job, days) for job, days in sorted(state.pending.items()) if days
+            _pending_line(job, days) for job, days in sorted(state.pending.items())
+            if days and job not in state.done
         )
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, state_path)
 
 
-def _append(state: BinaryIO, line: bytes) -> None:
-    state.write(line)
-    state.flush()
-    os.fsync(state.fileno())
+def open_to_append(state_path: Path) -> BinaryIO:
+    """The state file opened to append records, unbuffered (a record is one ``write``), its
+    last line cut first if an interruption left it without its newline: a record appended
+    after it would run into it."""
+    cut_torn_tail(state_path)
+    return state_path.open("ab", buffering=0)
 
 
-def mark_done(state: BinaryIO, job: int, rows: int) -> None:
-    """Say in the state (opened to append) that ``job`` is written, ``rows`` rows in all; the
-    rows must be on the disk already."""
-    _append(state, b"%d %d\n" % (job, rows))
+def _append(state: BinaryIO, record: bytes) -> None:
+    """One record, whole, made durable before the run goes on."""
+    fd = state.fileno()
+    view = memoryview(record)
+    while view:  # one write, unless the system takes part of it (a full disk: it then fails)
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
 
 
-def mark_pending(state: BinaryIO, job: int, days: frozenset[int] | set[int]) -> None:
-    """Say in the state which days of ``job`` hold rewards not settled (none: empty)."""
-    _append(state, _pending_line(job, days))
+def mark_done(
+    state: BinaryIO, job: int, rows: int | None, pending: Iterable[int] = ()
+) -> None:
+    """Say in the state (see `open_to_append`), in one record, that ``job`` is written with
+    ``rows`` rows in all (``None``: not counted) and which of its days hold rewards not settled
+    (``pending``: all of them, earlier runs' included). Its rows must be on the disk already."""
+    _append(state, _done_line(job, rows, pending))
 
 
 def mark_checked(state: BinaryIO) -> None:

@@ -29,11 +29,11 @@ from txc_async._export.run import (
     format_moment,
 )
 from txc_async._limiters.base import Limiter
-from txc_async._limiters.url import limiter_from_url
+from txc_async._limiters.url import check_limiter_url, default_limiter_url, limiter_from_url
 from txc_async._operations import DEFAULT_BASE_URL
 
-from ._arguments import UsageError, last_whole_day_end, limiter
-from ._profiles import load_settings
+from ._arguments import UsageError, last_whole_day_end
+from ._profiles import Settings, load_settings
 
 #: How often a progress display that is not a terminal prints a line.
 PLAIN_PROGRESS_EVERY = 10.0
@@ -160,8 +160,10 @@ class Progress:
 
 def _summary_line(summary: BackfillSummary, where: str) -> str:
     if summary.complete_already:
-        return (f"{where}: already complete ({summary.records_before:,} records); "
-                "nothing to fetch")
+        line = (f"{where}: already complete ({summary.records_before:,} records), nothing new "
+                f"on the server: {summary.checked()}, {summary.requests:,} requests")
+        settling = summary.settling()
+        return line if settling is None else f"{line}; {settling}"
     parts = [f"{where}: {summary.records_written:,} records written"]
     if summary.records_before:
         parts[0] += f" after {summary.records_before:,} kept from before"
@@ -172,7 +174,7 @@ def _summary_line(summary: BackfillSummary, where: str) -> str:
     if summary.upgraded:
         parts.append("upgraded to rows with status and payouts (their days read again)")
     parts += [f"{summary.accounts} accounts", f"{summary.requests:,} requests",
-              f"{summary.elapsed:.1f} s"]
+              f"{summary.elapsed:.1f} s", summary.checked()]
     line = ", ".join(parts)
     settling = summary.settling()
     return line if settling is None else f"{line}; {settling}"
@@ -204,8 +206,8 @@ async def run_backfill(args: argparse.Namespace) -> int:
     # A pipe, a terminal or /dev/stdout is streamed to: it has no place for state.
     streaming = args.out == "-" or _is_stream(args.out)
     fmt = _output_format("-" if streaming else args.out, args.format)
-    limiter: Limiter = limiter_from_url(_limiter_url(args.limiter))
     settings = load_settings(args.profile)
+    limiter: Limiter = limiter_from_url(_limiter_url(args.limiter, settings))
     async with Client(
         settings.api_key, settings.api_secret,
         base_url=settings.base_url or DEFAULT_BASE_URL, limiter=limiter,
@@ -236,14 +238,22 @@ async def run_backfill(args: argparse.Namespace) -> int:
     return 0
 
 
-def _limiter_url(given: object) -> str:
-    """``--limiter``, or its default checked as a given value is (a usage error when bad)."""
+def _limiter_url(given: object, settings: Settings) -> str:
+    """``--limiter`` when given (checked by the parser already), else the settings' limiter
+    (``TXC_LIMITER`` or the profile's ``limiter``, as the operation commands read it), else a
+    SQLite file in this user's cache directory. A bad setting is refused as a bad ``--limiter``
+    is, naming where it came from, never quoting it (a Redis URL may hold a password)."""
     if isinstance(given, str):
         return given
+    if not settings.limiter:
+        return default_limiter_url()
     try:
-        return limiter(str(given))
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"argument --limiter: {exc}") from None
+        return check_limiter_url(settings.limiter)
+    except ValueError as exc:
+        raise UsageError(
+            f"argument --limiter: {exc} (the default, from TXC_LIMITER or the profile's "
+            "limiter)"
+        ) from None
 
 
 def _is_stream(out: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -14,22 +15,25 @@ from typing import TextIO
 import txc_async
 
 UNITS = ("H/s", "kH/s", "MH/s", "GH/s", "TH/s", "PH/s", "EH/s")
-_WITH_UNIT = re.compile(r"\s*([0-9.]+)\s*([kKMGTPE]?)H/s\s*")
+_WITH_UNIT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kKMGTPE]?)H/s\s*")
 _PREFIXES = {"": 0, "k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+#: The largest hashrate shown in a unit or drawn: the largest a float holds. Past it, and for a
+#: NaN or an infinity, a point is shown as the server wrote it and is not drawn.
+LARGEST = Decimal(sys.float_info.max)
 
 
 def hashes_per_second(text: str) -> Decimal | None:
-    """A hashrate in H/s: plain numbers (what the service sends) or with a unit ("1 TH/s")."""
+    """A hashrate in H/s: plain numbers (what the service sends) or with a unit ("1 TH/s");
+    ``None`` for anything else, a NaN, an infinity or a number no float holds included."""
     try:
-        return Decimal(text)
+        value = Decimal(text)
     except InvalidOperation:
-        pass
-    match = _WITH_UNIT.fullmatch(text)
-    if match is None:
-        return None
-    number: str = match[1]
-    prefix: str = match[2]
-    return Decimal(number) * Decimal(1000) ** _PREFIXES[prefix]
+        match = _WITH_UNIT.fullmatch(text)
+        if match is None:
+            return None
+        value = Decimal(match[1]).scaleb(3 * _PREFIXES[match[2]])
+    # A NaN (quiet or signalling) is not finite: it is never compared, which would raise.
+    return value if value.is_finite() and value.copy_abs() <= LARGEST else None
 
 
 def unit_for(values: Sequence[Decimal]) -> tuple[str, Decimal]:
@@ -56,15 +60,23 @@ def scaled_rows(series: txc_async.Hashrate) -> list[dict[str, str]]:
 
 
 def plot(series: txc_async.Hashrate, stream: TextIO, *, terminal: bool) -> None:
-    """Draw the series (in its unit) with plotext."""
+    """Draw the series (in its unit) with plotext; a point whose hashrate is not a number (see
+    `hashes_per_second`) is left out, and a line under the drawing says which."""
     import plotext as plt
 
-    points = [(p.timestamp, hashes_per_second(p.hashrate)) for p in series.hashrate]
-    known = [(t, v) for t, v in points if v is not None]
+    points = [(_moment(p.timestamp), hashes_per_second(p.hashrate)) for p in series.hashrate]
+    known = [(t, v) for t, v in points if t is not None and v is not None]
+    left_out = [
+        p for p, (t, v) in zip(series.hashrate, points, strict=True) if t is None or v is None
+    ]
+    if not known:
+        print(f"no hashrate of {series.account} to draw: "
+              f"{_not_drawn(left_out)}", file=stream, flush=True)
+        return
     unit, size = unit_for([v for _, v in known])
     plt.clear_figure()
     plt.date_form("Y-m-d H:M")
-    times = [datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M") for t, _ in known]
+    times = [t for t, _ in known]
     # Floats only to draw: the plot shows the series, nothing is computed from them.
     plt.plot(times, [float(v / size) for _, v in known], marker="braille")
     plt.title(f"hashrate of {series.account} ({unit}, UTC)")
@@ -74,3 +86,23 @@ def plot(series: txc_async.Hashrate, stream: TextIO, *, terminal: bool) -> None:
     drawing = plt.build()
     # Colours only where a terminal shows them.
     print(drawing if terminal else plt.uncolorize(drawing), file=stream, flush=True)
+    if left_out:
+        print(f"not drawn: {_not_drawn(left_out)}", file=stream, flush=True)
+
+
+def _moment(timestamp: int) -> str | None:
+    """A point's time as the drawing labels it, or ``None`` for a time no date holds."""
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def _not_drawn(points: Sequence[txc_async.HashratePoint]) -> str:
+    """The points left out of a drawing, in words: how many, and the first few as sent."""
+    shown = ", ".join(
+        f"{_moment(p.timestamp) or p.timestamp} {p.hashrate[:40]!r}" for p in points[:3]
+    )
+    more = f" and {len(points) - 3} more" if len(points) > 3 else ""
+    return (f"{len(points)} point{'s' if len(points) > 1 else ''} whose hashrate or time is "
+            f"not a finite number a drawing holds ({shown}{more})")
