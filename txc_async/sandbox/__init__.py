@@ -7,12 +7,13 @@ address, per endpoint and per group), keeps state, serves deterministic syntheti
 faults on request.
 """
 
-from . import _server
+from . import _server, _simulation
 from ._server import FaultPlan, Sandbox, SandboxStats, serve
+from ._simulation import Simulation, SimulationError
 
 __all__ = [
-    "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "Dialect", "FaultPlan", "Sandbox",
-    "SandboxStats", "serve",
+    "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "UNHANDLED", "Dialect", "FaultPlan", "Sandbox",
+    "SandboxStats", "Simulation", "SimulationError", "serve",
 ]
 
 Dialect = _server.Dialect
@@ -38,3 +39,6 @@ PATH_GROUPS = _server.PATH_GROUPS
 IP address as the service counts (whitebit-exchange/docs, api-reference/rate-limits.mdx):
 ``"main_account"`` for /api/v4/main-account/*, ``"public_group"`` for /api/v4/public/*,
 ``"default"`` for every other path."""
+UNHANDLED = _simulation.UNHANDLED
+"""What [`Simulation.answer`][txc_async.sandbox.Simulation.answer] returns for an operation it does
+not simulate: the next simulation is asked, then the operation's documented example answers."""
