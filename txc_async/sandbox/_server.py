@@ -1114,11 +1114,11 @@ def _plain(amount: Decimal) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _changed_answer(fault: _Fault, answer: Any, status: int) -> web.Response:
-    """The success answer ``answer`` (of HTTP ``status``) as an answer fault changes it."""
+def _changed_answer(fault: _Fault, answer: Any, http_status: int) -> web.Response:
+    """The success answer ``answer`` (of ``http_status``) as an answer fault changes it."""
     kind = fault.kind
     if kind == "oversized":
-        return _padded(_encode(answer), fault.size, status)
+        return _padded(_encode(answer), fault.size, http_status)
     answer = msgspec.json.decode(_encode(answer))  # a copy: the sandbox's records stay intact
     if kind == "oto_empty_leg":
         oto = answer.get("oto") if isinstance(answer, dict) else None
@@ -1135,7 +1135,7 @@ def _changed_answer(fault: _Fault, answer: Any, status: int) -> web.Response:
             answer["status"] = "ACTIVATING" if fault.value is None else fault.value
     else:  # non_finite
         _replace_decimals(answer, "NaN" if fault.value is None else fault.value)
-    return _json(status, answer)
+    return _json(http_status, answer)
 
 
 def _replace_decimals(data: Any, value: Any) -> None:
