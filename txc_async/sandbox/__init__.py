@@ -2,9 +2,10 @@
 
 It answers every operation the service documents, as the live service does
 (``Sandbox(dialect="spec")``: in the shapes of the API's first specification), checks signatures,
-payloads and nonces like the live service, validates parameters with its error shapes, enforces the documented rate limits with strict sliding windows (per IP
-address, per endpoint and per group), keeps state, serves deterministic synthetic data, and injects
-faults on request.
+payloads and nonces like the live service, validates parameters with its error shapes, enforces
+the documented rate limits with strict sliding windows (per IP address, per endpoint and per
+group), keeps state, serves deterministic synthetic data, injects faults on request, and takes
+simulations of more of the exchange ([`Simulation`][txc_async.sandbox.Simulation]).
 """
 
 from . import _server, _simulation
