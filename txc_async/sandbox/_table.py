@@ -5,10 +5,9 @@ tables, so that the sandbox stays an independent check of the client."""
 
 from __future__ import annotations
 
-import copy
 import importlib.resources
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,6 +25,7 @@ Auth = Literal["none", "signed", "form", "bearer", "jwt"]
 Where = Literal["path", "query", "body"]
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 
 class Refusal(Exception):
@@ -68,8 +68,10 @@ class Documented:
     answer: Any
     #: The documented answer's bytes, made once.
     answer_bytes: bytes
-    #: Parameters whose values the answer repeats (keys of the answer named like them).
-    echoed: frozenset[str]
+    #: Where the answer repeats a parameter's value: per wire name, the places (the keys and
+    #: indexes down to the object holding it, its key, and the type of the documented value)
+    #: whose key is named like the parameter.
+    echoed: Mapping[str, tuple[tuple[tuple[str | int, ...], str, type], ...]]
     #: A refusal of parameters: its status, and the body the per-field messages go into
     #: (under ``refusal_field``; None: the messages are the body).
     refusal_status: int
@@ -109,40 +111,52 @@ class Documented:
         """The documented error answer of ``status`` (None when the documents give none)."""
         for documented, body in self.errors:
             if documented == status and body is not None:
-                return copy.deepcopy(body)
+                return _decode(_encode(body))
         return None
 
     def documented_answer(self, params: Mapping[str, Any]) -> Any:
         """The documented answer, repeating the request's values where its shape has them
-        (an order's ``market``, a page's ``limit``)."""
-        echo = {name: params[name] for name in self.echoed
-                if isinstance(params.get(name), str | int) and not isinstance(params[name], bool)}
-        if not echo:
-            return self.answer
-        answer = copy.deepcopy(self.answer)
-        _echo(answer, echo)
-        return answer
+        (an order's ``market``, a page's ``limit``) and they are of the documented type."""
+        answer = None
+        for name, places in self.echoed.items():
+            value = params.get(name)
+            if value is None:
+                continue
+            for trail, key, kind in places:
+                if type(value) is not kind:
+                    continue
+                if answer is None:
+                    answer = _decode(self.answer_bytes)  # a copy, made faster than a deep one
+                holder = answer
+                for step in trail:
+                    holder = holder[step]
+                holder[key] = value
+        return self.answer if answer is None else answer
 
 
-def _echo(data: Any, values: Mapping[str, Any]) -> None:
+def _places(
+    data: Any, names: frozenset[str], trail: tuple[str | int, ...] = ()
+) -> Iterator[tuple[str, tuple[str | int, ...], str, type]]:
+    """Each key of ``data`` (at any depth) named in ``names`` whose value is a string or a
+    number: (the name, the trail down to its object, the key, the value's type)."""
     if isinstance(data, dict):
         for key, item in data.items():
-            value = values.get(key)
-            if value is not None and type(item) is type(value):
-                data[key] = value
+            if key in names and isinstance(item, str | int) and not isinstance(item, bool):
+                yield key, trail, key, type(item)
             else:
-                _echo(item, values)
+                yield from _places(item, names, (*trail, key))
     elif isinstance(data, list):
-        for item in data:
-            _echo(item, values)
+        for index, item in enumerate(data):
+            yield from _places(item, names, (*trail, index))
 
 
-def _keys(data: Any) -> set[str]:
-    if isinstance(data, dict):
-        return set(data).union(*(_keys(item) for item in data.values()))
-    if isinstance(data, list):
-        return set().union(*(_keys(item) for item in data))
-    return set()
+def _echoed(
+    answer: Any, names: frozenset[str]
+) -> dict[str, tuple[tuple[tuple[str | int, ...], str, type], ...]]:
+    found: dict[str, list[tuple[tuple[str | int, ...], str, type]]] = {}
+    for name, trail, key, kind in _places(answer, names):
+        found.setdefault(name, []).append((trail, key, kind))
+    return {name: tuple(places) for name, places in found.items()}
 
 
 def _documented(row: dict[str, Any]) -> Documented:
@@ -159,7 +173,7 @@ def _documented(row: dict[str, Any]) -> Documented:
         rate_limit=RateLimit(limit["requests"], float(limit["seconds"])),
         params=params, status=answer["status"], answer=body,
         answer_bytes=b"" if answer["empty"] else _encode(body),
-        echoed=frozenset(_keys(body) & {p.name for p in params}),
+        echoed=_echoed(body, frozenset(p.name for p in params)),
         refusal_status=refusal["status"], refusal_body=refusal["body"],
         refusal_field=refusal["field"],
         errors=tuple((error["status"], error["body"]) for error in row["errors"]),
