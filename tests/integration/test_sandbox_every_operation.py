@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import typing
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -30,7 +31,18 @@ from txc_async.sandbox import (
 )
 
 from ..support.documented import FACTS, example_of, resolve, value_for
-from .test_sandbox_server import signed
+from .test_sandbox_server import signed as signed_with
+
+_last_nonce = [0]
+
+
+def signed(
+    box: Sandbox, path: str, params: dict[str, Any] | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """A signed request of ``path``, with a nonce never used before (two requests may be
+    signed in one millisecond)."""
+    _last_nonce[0] = max(time.time_ns() // 1_000_000, _last_nonce[0] + 1)
+    return signed_with(box, path, params, nonce=_last_nonce[0])
 
 DOCUMENTED: list[dict[str, Any]] = FACTS["operations"]
 BY_ROUTE = {(op["method"], op["path"]): op for op in DOCUMENTED}
