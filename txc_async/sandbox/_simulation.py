@@ -1,6 +1,6 @@
 """What a simulation plugged into the sandbox answers: ``Sandbox(simulations=[...])`` asks each
-in turn, after the request is authenticated and its parameters validated, before the documented
-example answers it."""
+in turn, after the request is authenticated and its parameters validated, before the sandbox's own
+simulations and the documented example."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Final, Protocol
 __all__ = ["UNHANDLED", "Simulation", "SimulationError"]
 
 #: What :meth:`Simulation.answer` returns for an operation it does not simulate: the next
-#: simulation is asked, then the sandbox answers with the operation's documented example.
+#: simulation is asked, then the sandbox answers as it would without simulations.
 UNHANDLED: Final = object()
 
 
