@@ -54,6 +54,8 @@ bench: $(DEV_INSTALLED)
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache site docs/_build
 
-## make generate: rewrite the generated declarations and answer models from generator/facts.json
+## make generate: rewrite the generated declarations and answer models from generator/facts.json,
+## and the sandbox's own table of the operations (txc_async/sandbox/_documented.json)
 generate:
 	python3 generator/generate.py
+	python3 generator/sandbox_table.py

@@ -50,11 +50,13 @@ SANDBOX_PATHS = (PING, BALANCE, INVEST, ORDER, CREATE, REWARDS, "/api/v4/mining/
 
 def test_the_groups_are_the_service_s() -> None:
     # whitebit-exchange/docs, api-reference/rate-limits.mdx: /api/v4/main-account/* 1,000 per
-    # 10 s, /api/v4/public/* 20,000, every other endpoint the default 10,000.
+    # 10 s, /api/v4/trade-account/* 12,000, /api/v4/public/* 20,000, every other endpoint the
+    # default 10,000.
     assert {name: (lim.max_requests, lim.per_seconds)
             for name, lim in SERVICE_GROUP_LIMITS.items()} == {
-        "main_account": (1000, 10), "public_group": (20000, 10), "default": (10000, 10)}
-    # The paths the sandbox answers (the catalogue's other operations have their groups too).
+        "main_account": (1000, 10), "trade_account": (12000, 10), "public_group": (20000, 10),
+        "default": (10000, 10)}
+    # The paths the sandbox simulates (every other documented path has its group too).
     assert {path: PATH_GROUPS[path] for path in SANDBOX_PATHS} == {
         PING: "public_group",
         BALANCE: "main_account",

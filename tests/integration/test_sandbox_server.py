@@ -351,19 +351,25 @@ def test_the_sandbox_keeps_the_service_s_limits_and_the_client_agrees() -> None:
     # openapi/public/http-v4.yaml, openapi/private/main_api_v4.yaml,
     # openapi/private/http-trade-v4.yaml, openapi/oauth2.yaml): per 10 s, ping 2000;
     # investments, balance, the three mining operations 1000; the stop-limit order 10000; the
-    # OAuth refresh 1 per second.
+    # OAuth refresh 1 per second; the order book 600, the deposit and withdrawal history 200,
+    # applying a code 60 per second, the websocket token 10 per minute.
     documented = {"public": (2000, 10), "investments": (1000, 10), "main_balance": (1000, 10),
                   "create_mining_account": (1000, 10), "mining_rewards": (1000, 10),
                   "mining_hashrate": (1000, 10), "collateral_stop_limit_order": (10000, 10),
-                  "refresh_oauth_token": (1, 1)}
+                  "refresh_oauth_token": (1, 1), "orderbook": (600, 10),
+                  "get_deposit_withdraw_history": (200, 10), "apply_code": (60, 1),
+                  "get_web_socket_token": (10, 60)}
     as_pairs = {s: (lim.max_requests, lim.per_seconds) for s, lim in SERVICE_RATE_LIMITS.items()}
-    assert as_pairs == documented
+    assert {scope: as_pairs[scope] for scope in documented} == documented
+    # One budget per documented operation.
+    assert len(SERVICE_RATE_LIMITS) == 129
     assert SERVICE_RATE_LIMITS is not DEFAULT_RATE_LIMITS
-    # The client keeps the groups an operation here can reach (the public group of 20,000 is
-    # beyond ping's own 2,000); the sandbox's own tables say the same.
-    kept_groups = {name: SERVICE_GROUP_LIMITS[name] for name in ("main_account", "default")}
-    # The client knows every operation of the catalogue; for those the sandbox serves, and for
-    # their groups, the two agree.
+    # The client keeps the groups an operation can reach but the public group (of 20,000, beyond
+    # every public operation's own 2,000); the sandbox's own tables say the same.
+    kept_groups = {name: SERVICE_GROUP_LIMITS[name]
+                   for name in ("main_account", "trade_account", "default")}
+    # The client knows every operation of the catalogue; for every one, and for their groups,
+    # the two agree.
     client_limits = dict(DEFAULT_RATE_LIMITS)
     served = SERVICE_RATE_LIMITS | kept_groups
     assert {scope: client_limits[scope] for scope in served} == served

@@ -25,8 +25,13 @@ LAYERS: list[tuple[str, ...]] = [
     # documentation group, the client's ``spot``, ``market``, ...), over the client's calls.
     ("_export", "_methods", "_client"),
     ("__init__", "limiters", "transports"),
+    # The sandbox serves the operations from its own table (sandbox/_documented.json) and is an
+    # independent check of the client: of the package it imports only the limit type (see
+    # SANDBOX_MAY_IMPORT), never the client's declarations, models or validation.
     ("sandbox", "pytest_plugin", "cli", "__main__"),
 ]
+#: What the sandbox may import of the layers below its own.
+SANDBOX_MAY_IMPORT = frozenset({"_limiters.base"})
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 
@@ -99,3 +104,18 @@ def test_no_module_imports_itself_through_others() -> None:
         if name not in state and visit(name, []):
             break
     assert cycle == []
+
+
+def test_the_sandbox_imports_none_of_the_client_s_tables() -> None:
+    below = {
+        (module, name)
+        for module, path in _modules().items() if _top(module) == "sandbox"
+        for name in _imports(module, path) if _top(name) != "sandbox"
+    }
+    assert {name for _, name in below} <= SANDBOX_MAY_IMPORT, sorted(below)
+    # And nothing by an absolute name either.
+    for module, path in _modules().items():
+        if _top(module) == "sandbox":
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    assert not any(a.name.startswith("txc_async") for a in node.names), module

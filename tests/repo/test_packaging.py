@@ -46,6 +46,8 @@ def test_the_wheel_builds_without_warnings_and_ships_the_license(tmp_path: Path)
     assert "[pytest11]\ntxc_async = txc_async.pytest_plugin" in entry_points
     assert "txc-async = txc_async.cli:main" in entry_points
     assert "txc_async/py.typed" in names
+    # The sandbox's table of the documented operations, which it reads when imported.
+    assert "txc_async/sandbox/_documented.json" in names
     # The Redis limiter's scripts travel as package data, each one the limiter loads.
     from pathlib import Path
 

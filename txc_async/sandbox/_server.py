@@ -1,5 +1,8 @@
-"""The sandbox server: the API's eight operations on 127.0.0.1, with the live service's signing,
-nonce, validation, error and rate-limit behaviour, plus fault injection for tests."""
+"""The sandbox server: every documented operation of the API on 127.0.0.1, with the live
+service's signing, nonce, validation, error and rate-limit behaviour, plus fault injection for
+tests. Eight operations are simulated here (rewards, hashrate, investments, balance, the
+collateral stop-limit order, mining accounts, OAuth tokens, ping), more by the simulations
+plugged in (``Sandbox(simulations=...)``); every other one answers its documented example."""
 
 from __future__ import annotations
 
@@ -13,19 +16,34 @@ import re
 import secrets
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
+from urllib.parse import parse_qs
 
 import msgspec
 from aiohttp import web
 
 from .._limiters.base import RateLimit
-from .._operations import OPERATIONS
 from ._data import InvestmentBook, RewardBook, mix
+from ._simulation import UNHANDLED, Simulation, SimulationError
+from ._table import (
+    DOCUMENTED,
+    PATH_GROUPS,
+    PATH_SCOPES,
+    SERVICE_GROUP_LIMITS,
+    SERVICE_RATE_LIMITS,
+    Documented,
+    Refusal,
+    Where,
+    template_of,
+)
 
-__all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
+__all__ = [
+    "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "SERVICE_GROUP_LIMITS", "SERVICE_RATE_LIMITS",
+    "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
+]
 
 #: How the sandbox answers: ``"live"`` as the live service does (its official documentation,
 #: whitebit-exchange/docs, 2026), ``"spec"`` in the shapes of the API's first specification.
@@ -34,17 +52,6 @@ Dialect = Literal["live", "spec"]
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
-#: The scope of every path: its operation's, from the declarations (``_operations``).
-PATH_SCOPES: dict[str, str] = {op.path: op.scope for op in OPERATIONS.values()}
-#: The group each path's requests also count against, as the service's rate-limit page lists them
-#: (whitebit-exchange/docs, api-reference/rate-limits.mdx and data/rate-limits.yaml): every path
-#: under /api/v4/main-account/ shares one budget, every path under /api/v4/public/ another, and
-#: every path outside the listed prefixes falls in the default group (the operations' ``group``;
-#: the client keeps no budget for the public group, which the sandbox calls ``public_group``).
-#: The page's fourth group, /api/v4/trade-account/*, has no path here, so no budget either.
-PATH_GROUPS: dict[str, str] = {
-    op.path: op.group or "public_group" for op in OPERATIONS.values()
-}
 FAULT_KINDS = frozenset({
     "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",
     "rate_limit_429", "nonce_429", "throttle", "validation_failed", "error_200", "empty_404",
@@ -65,29 +72,7 @@ DECIMAL_FIELDS = frozenset({
 _MALFORMED_HTTP = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nBroken header line\r\n\r\n{}"
 )
-#: The service's documented limits (whitebit-exchange/docs: the rate limit stated in each
-#: operation's description, in openapi/public/http-v4.yaml, openapi/private/main_api_v4.yaml,
-#: openapi/private/http-trade-v4.yaml and openapi/oauth2.yaml), kept apart from the client's own
-#: table: a wrong figure there must not be agreed with here.
-SERVICE_RATE_LIMITS: dict[str, RateLimit] = {
-    "public": RateLimit(2000, 10.0),
-    "investments": RateLimit(1000, 10.0),
-    "main_balance": RateLimit(1000, 10.0),
-    "collateral_stop_limit_order": RateLimit(10000, 10.0),
-    "create_mining_account": RateLimit(1000, 10.0),
-    "mining_rewards": RateLimit(1000, 10.0),
-    "mining_hashrate": RateLimit(1000, 10.0),
-    "refresh_oauth_token": RateLimit(1, 1.0),
-}
-#: The groups' limits (whitebit-exchange/docs, api-reference/rate-limits.mdx), counted per IP
-#: address like the endpoints' own: a request is refused when either its endpoint's window or its
-#: group's is full. Kept apart from SERVICE_RATE_LIMITS, which the client's per-operation table is
-#: compared with.
-SERVICE_GROUP_LIMITS: dict[str, RateLimit] = {
-    "main_account": RateLimit(1000, 10.0),
-    "public_group": RateLimit(20000, 10.0),
-    "default": RateLimit(10000, 10.0),
-}
+_BY_NAME = {op.name: op for op in DOCUMENTED}
 MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
 MIN_ORDER_AMOUNT = Decimal("0.0001")
 NONCE_WINDOW_MS = 5000
@@ -111,6 +96,13 @@ _LIVE_ORDER_STATES = ("FILLED", "PARTIALLY_FILLED", "CANCELED")
 #: The fee on the money dealt of a filled order.
 _TAKER_FEE = Decimal("0.001")
 _HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
+#: Where the parameters of a request arrive as text: a path and a query string always, a form
+#: body too.
+_TEXT: frozenset[Where] = frozenset({"path", "query"})
+_TEXT_FORM: frozenset[Where] = frozenset({"path", "query", "body"})
+#: The fields of a signed body that sign it rather than ask anything.
+_SIGNING = frozenset({"request", "nonce", "nonceWindow"})
+JWT_LIFETIME = 3600
 
 
 @dataclass(slots=True)
@@ -143,7 +135,10 @@ class FaultPlan:
         size: int = 16 * 1024 * 1024,
         status: int | None = None,
     ) -> None:
-        """Apply fault ``kind`` to the next ``times`` requests to ``path``.
+        """Apply fault ``kind`` to the next ``times`` requests to ``path``: any documented
+        operation's path; for a path with parameters, either the documented one
+        (``/api/v4/public/orderbook/{market}``: every market) or one request path
+        (``/api/v4/public/orderbook/BTC_USDT``: that market only, before the documented one's).
 
         ``throttle`` ("Too Many Attempts.", code 0) and ``validation_failed`` (the order
         refusal the API's first specification shows: code 30, "Validation failed", no field errors)
@@ -165,8 +160,10 @@ class FaultPlan:
         """
         if kind not in FAULT_KINDS:
             raise ValueError(f"kind: must be one of {', '.join(sorted(FAULT_KINDS))}")
-        if path not in PATH_SCOPES:
-            raise ValueError(f"path: must be one of {', '.join(sorted(PATH_SCOPES))}")
+        if template_of(path) is None:
+            raise ValueError(
+                f"path: {path!r} is no documented operation's path (PATH_SCOPES lists them)"
+            )
         if status is not None and (kind not in _STATUS_FAULTS or status not in (400, 422)):
             raise ValueError(
                 f"status: only {' and '.join(sorted(_STATUS_FAULTS))} take one, 400 or 422"
@@ -184,10 +181,13 @@ class FaultPlan:
         """How many queued faults still wait for a request to ``path``."""
         return len(self._queued.get(path, ()))
 
-    def take(self, path: str) -> _Fault | None:
-        """The next fault queued for ``path``, removed from the queue (None when there is none);
-        the sandbox calls this for every request that reaches ``path``."""
+    def take(self, path: str, template: str | None = None) -> _Fault | None:
+        """The next fault queued for ``path``, else for its documented path ``template``,
+        removed from the queue (None when there is none); the sandbox calls this for every
+        request that reaches ``path``."""
         queue = self._queued.get(path)
+        if not queue and template is not None and template != path:
+            queue = self._queued.get(template)
         return queue.popleft() if queue else None
 
 
@@ -235,13 +235,8 @@ class SandboxStats:
         self.orders.clear()
 
 
-class _Refusal(Exception):
-    """An answer other than success, raised from inside an operation."""
-
-    def __init__(self, status: int, body: Any) -> None:
-        super().__init__(status)
-        self.status = status
-        self.body = body
+#: An answer other than success, raised from inside an operation.
+_Refusal = Refusal
 
 
 def over_limit(window: deque[float], limit: RateLimit, now: float) -> bool:
@@ -280,6 +275,37 @@ class _Key:
     last_nonce: int = 0
     #: (market, client order id) of the key's open orders.
     client_order_ids: set[tuple[str, str]] = field(default_factory=set)
+    #: The API key itself: the account a simulation is told signed a request.
+    name: str = ""
+
+
+#: An operation simulated here: given the key that signed the request (None where no key
+#: signs), its parameters, its raw body and the server's time, its answer.
+_Own = Callable[[_Key | None, dict[str, Any], bytes, float], Any]
+
+
+def _signer(key: _Key | None) -> _Key:
+    assert key is not None, "a signed operation has the key that signed it"
+    return key
+
+
+def _form(body: bytes) -> dict[str, Any]:
+    """A form body's fields (the first value of each)."""
+    try:
+        pairs = parse_qs(body.decode(), keep_blank_values=True)
+    except UnicodeDecodeError:
+        return {}
+    return {name: values[0] for name, values in pairs.items()}
+
+
+def _json_body(body: bytes) -> dict[str, Any]:
+    try:
+        params = _decode(body)
+    except msgspec.DecodeError:
+        raise _validation(400, 0, "Invalid JSON body", {}) from None
+    if not isinstance(params, dict):
+        raise _validation(400, 0, "Invalid JSON body", {})
+    return params
 
 
 class Sandbox:
@@ -288,13 +314,29 @@ class Sandbox:
     ``url``, ``api_key`` and ``api_secret`` are what a client needs; ``faults`` injects faults,
     ``stats`` tells what arrived. With ``enforce_limits=False`` no rate limit is applied.
 
+    Every operation the service documents is served at its documented method and path (the
+    sandbox's own table, made from the documents; ``PATH_SCOPES`` lists the paths), authenticated
+    as the service does (signed headers and nonces; the OAuth client's credentials; an OAuth
+    access token the sandbox issued as a bearer header; for the card token, a JWT it issued) and
+    its parameters checked against the documents (required, type, enum, bounds), refused in the
+    operation's documented shape: ``{"code": 30, "message": "Validation failed", "errors":
+    {field: [message]}}`` (with the code and status the operation documents), for the public
+    market data ``{field: [message]}`` with 422. Then ``simulations`` (each a
+    [`Simulation`][txc_async.sandbox.Simulation]) are asked in turn, with the parameters checked;
+    the first that does not answer ``UNHANDLED`` answers. Otherwise the operations simulated
+    here answer (with their own checks, in the ``dialect``'s shapes), and every other operation
+    answers its documented success example, with the request's values where its shape has them
+    (an order's ``market``).
+
     Rate limits are counted as the service counts them (whitebit-exchange/docs,
     api-reference/rate-limits.mdx): per client IP address, shared by every API key used from it,
     and twice for each request: against its endpoint's own limit (its scope, ``PATH_SCOPES``,
     limits ``SERVICE_RATE_LIMITS``) and against its group's (``PATH_GROUPS``, limits
     ``SERVICE_GROUP_LIMITS``): ``"main_account"`` for /api/v4/main-account/* (balance and
     investments together, 1,000 per 10 s), ``"public_group"`` for /api/v4/public/* (20,000) and
-    ``"default"`` for every other path (orders, the mining operations, the OAuth refresh: 10,000).
+    ``"trade_account"`` for /api/v4/trade-account/* (12,000) and ``"default"`` for every other
+    path (orders, the mining operations, OAuth: 10,000). An endpoint whose limit no page states
+    is limited by its group alone.
     A request is refused with a non-JSON 429 when either window is full, and counted in neither.
     ``rate_limits`` overrides any of them by name, groups included
     (``{"main_account": RateLimit(100, 1.0)}``); an unknown name is a ``ValueError``.
@@ -345,6 +387,7 @@ class Sandbox:
         dialect: Dialect = "live",
         pending_days: int = 0,
         settle_after: float | None = None,
+        simulations: Sequence[Simulation] = (),
     ) -> None:
         if dialect not in ("live", "spec"):
             raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
@@ -372,9 +415,19 @@ class Sandbox:
         self.api_secret = hashlib.sha256(f"sandbox-secret-{seed}".encode()).hexdigest()[:40]
         self.oauth_client_id = f"sandbox-client-{seed}"
         self.oauth_client_secret = hashlib.sha256(f"sandbox-oauth-{seed}".encode()).hexdigest()
-        self._keys: dict[str, _Key] = {self.api_key: _Key(self.api_secret.encode(), True)}
+        self._keys: dict[str, _Key] = {
+            self.api_key: _Key(self.api_secret.encode(), True, name=self.api_key)
+        }
         self._refresh_tokens: dict[str, float] = {}
+        #: OAuth access tokens and JWTs issued, with the moments they expire.
+        self._access_tokens: dict[str, float] = {}
+        self._jwt_tokens: dict[str, float] = {}
         self.oauth_refresh_token = self._issue_refresh_token()
+        #: The authorization code ``/oauth2/token`` takes next (a new one after each use), as
+        #: the service's consent page would hand one to the application.
+        self.oauth_code = secrets.token_urlsafe(16)
+        self.simulations: tuple[Simulation, ...] = tuple(simulations)
+        self._own = self._own_operations()
         self.rewards = RewardBook(
             seed, mining_accounts, rewards_start, rewards_days, rewards_per_day,
             live=dialect == "live", pending_days=pending_days, settle_after=settle_after,
@@ -408,9 +461,8 @@ class Sandbox:
         ``port`` was given). ``async with Sandbox() as box`` calls this for you."""
         app = web.Application(client_max_size=1 << 20)
         app.on_response_prepare.append(self._stamp_date)
-        for path in PATH_SCOPES:
-            method = "GET" if path == "/api/v4/public/ping" else "POST"
-            app.router.add_route(method, path, self._handle)
+        for op in DOCUMENTED:
+            app.router.add_route(op.method, op.path, self._handler(op))
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # Handlers still sleeping in a "slow" fault are not waited for at close.
         self._runner = web.AppRunner(
@@ -439,7 +491,7 @@ class Sandbox:
 
     def add_key(self, api_key: str, api_secret: str, *, b2b: bool = True) -> None:
         """Another API key the sandbox accepts; ``b2b=False`` has no access to investments."""
-        self._keys[api_key] = _Key(api_secret.encode(), b2b)
+        self._keys[api_key] = _Key(api_secret.encode(), b2b, name=api_key)
 
     def settle_rewards(self) -> None:
         """Settle every reward pending now, as if the time of each had come (for tests)."""
@@ -497,9 +549,15 @@ class Sandbox:
                 window.append(now)
         return full
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    def _handler(self, op: Documented) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._handle(op, request)
+
+        return handle
+
+    async def _handle(self, op: Documented, request: web.Request) -> web.StreamResponse:
         path = request.path
-        scope, group = PATH_SCOPES[path], PATH_GROUPS[path]
+        scope, group = op.budget, op.group
         ip = request.remote or ""
         now = self._clock()
         stats = self.stats
@@ -516,7 +574,7 @@ class Sandbox:
             stats.refused.update(full)
             return web.Response(status=429, body=_HTML_429, content_type="text/html")
         body = await request.read()
-        fault = self.faults.take(path)
+        fault = self.faults.take(path, op.path)
         if fault is not None and fault.kind in ("slow", "late"):
             await asyncio.sleep(fault.delay)
             if fault.kind == "late":
@@ -529,18 +587,18 @@ class Sandbox:
             return self._fault_answer(request, fault)
         answer: Any = None
         try:
-            answer = self._operate(request, path, body, now + float(self.clock_offset))
+            answer = self._operate(op, request, body, now + float(self.clock_offset))
         except _Refusal as refusal:
             response = _json(refusal.status, refusal.body)
         else:
             stats.executed[path] += 1
-            response = _json(200, answer)
+            response = self._answer(op, answer)
         if fault is not None:
             if fault.kind in ANSWER_FAULTS:
-                if response.status != 200:
+                if response.status >= 300:
                     return response
                 stats.faults_served += 1
-                return _changed_answer(fault, answer)
+                return _changed_answer(fault, answer, op.status)
             stats.faults_served += 1
             return self._fault_answer(request, fault)
         return response
@@ -588,25 +646,100 @@ class Sandbox:
             return _json(200, {"success": False, "message": "Service error", "result": None})
         return web.Response(status=404)  # empty_404
 
-    def _operate(self, request: web.Request, path: str, body: bytes, now: float) -> Any:
-        if path == "/api/v4/public/ping":
-            return ["pong"]
-        if path == "/oauth2/refresh_token":
-            return self._refresh(body, now)
-        key, params = self._authenticate(request, path, body, now)
-        if path == "/api/v4/main-account/balance":
-            return self._balance(params)
-        if path == "/api/v4/mining/rewards":
-            return self._rewards(params)
-        if path == "/api/v4/main-account/smart/investments":
-            return self._investments(key, params)
-        if path == "/api/v4/order/collateral/stop-limit":
-            return self._order(key, params, now)
-        if path == "/api/v4/mining/accounts/create":
-            return self._create_account(params, now)
-        return self._hashrate(params, now)
+    @staticmethod
+    def _answer(op: Documented, answer: Any) -> web.Response:
+        """A success answer with the operation's documented status (the documented example's
+        bytes made once; no body where the documents give none)."""
+        if answer is op.answer:
+            if not op.answer_bytes:
+                return web.Response(status=op.status)
+            return web.Response(status=op.status, body=op.answer_bytes,
+                                content_type="application/json")
+        return _json(op.status, answer)
+
+    def _operate(self, op: Documented, request: web.Request, body: bytes, now: float) -> Any:
+        """The answer to one request of ``op`` once admitted: authenticated, then answered by a
+        simulation, by the sandbox's own simulation of the operation, or by its documented
+        example; a refusal is raised."""
+        key, params = self._authenticated(op, request, body, now)
+        own = self._own.get(op.name)
+        checked = False
+        if self.simulations:
+            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+            checked = True
+            given = {name: value for name, value in params.items() if name not in _SIGNING}
+            account = key.name if key is not None else None
+            for simulation in self.simulations:
+                try:
+                    answer = simulation.answer(op.method, op.path, account, given, now)
+                except SimulationError as refusal:
+                    raise _Refusal(refusal.status, refusal.body) from None
+                if answer is not UNHANDLED:
+                    return answer
+        if own is not None:
+            return own(key, params, body, now)
+        if not checked:
+            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+        return op.documented_answer(params)
+
+    def _own_operations(self) -> dict[str, _Own]:
+        """The operations simulated here, by name."""
+        return {
+            "ping": lambda key, params, body, now: ["pong"],
+            "oauth2_refresh_token": lambda key, params, body, now: self._refresh(body, now),
+            "oauth2_token": lambda key, params, body, now: self._token(params, now),
+            "get_main_balance": lambda key, params, body, now: self._balance(params),
+            "get_mining_rewards": lambda key, params, body, now: self._rewards(params),
+            "get_fixed_investments_history":
+                lambda key, params, body, now: self._investments(_signer(key), params),
+            "create_collateral_stop_limit_order":
+                lambda key, params, body, now: self._order(_signer(key), params, now),
+            "create_mining_account":
+                lambda key, params, body, now: self._create_account(params, now),
+            "get_mining_hashrate": lambda key, params, body, now: self._hashrate(params, now),
+            "issue_jwt_token": lambda key, params, body, now: self._jwt(now),
+        }
 
     # -- authentication ---------------------------------------------------------------------
+
+    def _authenticated(
+        self, op: Documented, request: web.Request, body: bytes, now: float
+    ) -> tuple[_Key | None, dict[str, Any]]:
+        """The key that signed a request of ``op`` (None where no key signs) and its
+        parameters by wire name (path, query and body), once its credentials are checked."""
+        auth = op.auth
+        key = None
+        if auth == "signed":
+            key, params = self._authenticate(request, request.path, body, now)
+        elif auth == "form":
+            params = _form(body)
+        else:
+            if auth != "none":
+                self._check_token(op, request, now)
+            params = _json_body(body) if body else {}
+        if request.query:
+            params = {**request.query, **params}
+        if request.match_info:
+            params = {**params, **request.match_info}
+        return key, params
+
+    def _check_token(self, op: Documented, request: web.Request, now: float) -> None:
+        """Refuse a request whose ``Authorization`` header carries no token the sandbox issued
+        that is still valid: an OAuth access token (``Bearer``), or a JWT for the card token."""
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if op.auth == "jwt":
+            token = token if scheme.lower() == "bearer" else header
+            issued = self._jwt_tokens
+        else:
+            token = token if scheme.lower() == "bearer" else ""
+            issued = self._access_tokens
+        expires = issued.get(token) if token else None
+        if expires is None or expires < now:
+            self.stats.auth_failed += 1
+            body = op.error_body(401)
+            raise _Refusal(401, body if body is not None else {"data": {"message": [
+                "Unauthorized."]}})
 
     def _auth_failure(self, message: str) -> _Refusal:
         self.stats.auth_failed += 1
@@ -918,12 +1051,7 @@ class Sandbox:
         return token
 
     def _refresh(self, body: bytes, now: float) -> Any:
-        from urllib.parse import parse_qs
-
-        try:
-            form = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
-        except UnicodeDecodeError:
-            form = {}
+        form = _form(body)
         if (
             form.get("client_id") != self.oauth_client_id
             or not hmac.compare_digest(form.get("client_secret", ""), self.oauth_client_secret)
@@ -936,12 +1064,48 @@ class Sandbox:
             raise _Refusal(400, {"data": {"token": ["Invalid token."]}})
         self.oauth_refresh_token = self._issue_refresh_token()
         return {"data": {
-            "access_token": secrets.token_urlsafe(32),
+            "access_token": self._issue_access_token(now),
             "expires_in": ACCESS_TOKEN_LIFETIME,
             "refresh_token": self.oauth_refresh_token,
             "scope": "general,history",
             "token_type": "Bearer",
         }}
+
+    def _issue_access_token(self, now: float) -> str:
+        token = secrets.token_urlsafe(32)
+        self._access_tokens[token] = now + ACCESS_TOKEN_LIFETIME
+        return token
+
+    def _token(self, params: dict[str, Any], now: float) -> Any:
+        """``/oauth2/token``: the application's credentials and the authorization code the
+        sandbox handed out (``oauth_code``, good once) for an access and a refresh token."""
+        op = _BY_NAME["oauth2_token"]
+        op.check(params, _TEXT_FORM)
+        if (
+            params.get("client_id") != self.oauth_client_id
+            or not hmac.compare_digest(str(params.get("client_secret", "")),
+                                       self.oauth_client_secret)
+            or not hmac.compare_digest(str(params.get("code", "")), self.oauth_code)
+        ):
+            self.stats.auth_failed += 1
+            raise _Refusal(401, op.error_body(401))
+        self.oauth_code = secrets.token_urlsafe(16)
+        self.oauth_refresh_token = self._issue_refresh_token()
+        return {"data": {
+            "access_token": self._issue_access_token(now),
+            "expires_in": ACCESS_TOKEN_LIFETIME,
+            "refresh_token": self.oauth_refresh_token,
+            "scope": "general,history",
+            "token_type": "Bearer",
+        }}
+
+    def _jwt(self, now: float) -> Any:
+        """``/api/v4/jwt``: a token the card token operation then takes as its
+        ``Authorization``."""
+        token = secrets.token_urlsafe(48)
+        expires = int(now) + JWT_LIFETIME
+        self._jwt_tokens[token] = expires
+        return {"data": {"token": token, "expires_at": expires}}
 
 
 def _plain(amount: Decimal) -> str:
@@ -950,11 +1114,11 @@ def _plain(amount: Decimal) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _changed_answer(fault: _Fault, answer: Any) -> web.Response:
-    """The success answer ``answer`` as an answer fault changes it."""
+def _changed_answer(fault: _Fault, answer: Any, http_status: int) -> web.Response:
+    """The success answer ``answer`` (of ``http_status``) as an answer fault changes it."""
     kind = fault.kind
     if kind == "oversized":
-        return _padded(_encode(answer), fault.size)
+        return _padded(_encode(answer), fault.size, http_status)
     answer = msgspec.json.decode(_encode(answer))  # a copy: the sandbox's records stay intact
     if kind == "oto_empty_leg":
         oto = answer.get("oto") if isinstance(answer, dict) else None
@@ -971,7 +1135,7 @@ def _changed_answer(fault: _Fault, answer: Any) -> web.Response:
             answer["status"] = "ACTIVATING" if fault.value is None else fault.value
     else:  # non_finite
         _replace_decimals(answer, "NaN" if fault.value is None else fault.value)
-    return _json(200, answer)
+    return _json(http_status, answer)
 
 
 def _replace_decimals(data: Any, value: Any) -> None:
@@ -986,7 +1150,7 @@ def _replace_decimals(data: Any, value: Any) -> None:
             _replace_decimals(item, value)
 
 
-def _padded(body: bytes, size: int) -> web.Response:
+def _padded(body: bytes, size: int, status: int) -> web.Response:
     """``body`` followed by spaces up to ``size`` bytes, streamed without a Content-Length."""
 
     async def chunks() -> AsyncIterator[bytes]:
@@ -998,7 +1162,7 @@ def _padded(body: bytes, size: int) -> web.Response:
             left -= len(piece)
             yield piece
 
-    return web.Response(status=200, body=chunks(), content_type="application/json")
+    return web.Response(status=status, body=chunks(), content_type="application/json")
 
 
 async def serve(port: int, host: str = "127.0.0.1", **kwargs: Any) -> None:
