@@ -24,6 +24,8 @@ from aiohttp import web
 from .._limiters.base import RateLimit
 from .._operations import OPERATIONS
 from ._data import InvestmentBook, RewardBook, mix
+from ._exchange import Exchange, ExchangeSimulation
+from ._simulation import Simulation
 
 __all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
 
@@ -345,6 +347,7 @@ class Sandbox:
         dialect: Dialect = "live",
         pending_days: int = 0,
         settle_after: float | None = None,
+        trade_balances: Mapping[str, Decimal] | None = None,
     ) -> None:
         if dialect not in ("live", "spec"):
             raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
@@ -393,6 +396,12 @@ class Sandbox:
             )
         }
         self._next_order_id = 4_000_000_000 + seed * 1000
+        #: The simulated exchange: trading balances (``trade_balances``: what every key's
+        #: trading balance starts with), orders, trades, positions; transfers move the main
+        #: balance above.
+        self.exchange = Exchange(seed=seed, trade_balances=trade_balances,
+                                 main_balances=self.balance, now=self.server_time())
+        self.simulations: list[Simulation] = [ExchangeSimulation(self.exchange)]
         #: Admitted arrival times per (client IP address, scope or group): the service counts
         #: per IP, whichever key signed the request.
         self._windows: dict[tuple[str, str], deque[float]] = {}
