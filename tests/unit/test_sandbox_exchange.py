@@ -28,7 +28,7 @@ def holding(exchange: Exchange, account: str, asset: str) -> tuple[Decimal, Deci
 def test_price_time_priority() -> None:
     ex = quiet()
     a = ex.place_limit("a", "BTC_USDT", "sell", D("0.1"), D("60000"))
-    b = ex.place_limit("b", "BTC_USDT", "sell", D("0.1"), D("60000"))
+    ex.place_limit("b", "BTC_USDT", "sell", D("0.1"), D("60000"))
     c = ex.place_limit("c", "BTC_USDT", "sell", D("0.1"), D("59990"))
     taken = ex.place_limit("t", "BTC_USDT", "buy", D("0.15"), D("60000"))
     assert taken["status"] == "FILLED" and taken["dealStock"] == "0.15"

@@ -25,7 +25,7 @@ from .._limiters.base import RateLimit
 from .._operations import OPERATIONS
 from ._data import InvestmentBook, RewardBook, mix
 from ._exchange import Exchange, ExchangeSimulation
-from ._simulation import Simulation
+from ._simulation import UNHANDLED, Simulation, SimulationError
 
 __all__ = ["FAULT_KINDS", "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve"]
 
@@ -603,6 +603,14 @@ class Sandbox:
         if path == "/oauth2/refresh_token":
             return self._refresh(body, now)
         key, params = self._authenticate(request, path, body, now)
+        for simulation in self.simulations:
+            try:
+                answer = simulation.answer(request.method, path,
+                                           request.headers["X-TXC-APIKEY"], params, now)
+            except SimulationError as error:
+                raise _Refusal(error.status, error.body) from None
+            if answer is not UNHANDLED:
+                return answer
         if path == "/api/v4/main-account/balance":
             return self._balance(params)
         if path == "/api/v4/mining/rewards":
