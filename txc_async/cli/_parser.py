@@ -326,7 +326,7 @@ def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
         "--trade-balance", type=types.asset_amount, action="append", default=None,
         metavar="TICKER=AMOUNT",
         help="what every key's trading balance starts with, one asset per option "
-        "(e.g. --trade-balance USDT=100000 --trade-balance BTC=2)",
+        "(e.g. --trade-balance USDT=100000 --trade-balance BTC=2; default: none)",
     )
 
 

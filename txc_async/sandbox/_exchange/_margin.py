@@ -12,25 +12,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
 from ._answers import order_answer
 from ._book import Order
 from ._errors import refused
+from ._ledger import Ledger
 from ._markets import ASSETS, Market
 from ._numbers import ZERO, divide_down, divide_up, exact, places, plain, step
 
-if TYPE_CHECKING:
-    from ._engine import Exchange
-
-__all__ = ["LEVERAGES", "Margin", "Position"]
+__all__ = ["LEVERAGES", "Margin", "Position", "Venue"]
 
 #: The leverage levels the service accepts (POST /api/v4/collateral-account/leverage).
 LEVERAGES = (1, 2, 3, 5, 10, 20, 50, 100)
 #: Extra decimal places of a position's base price beyond the market's money precision.
 _BASE_EXTRA = 4
+
+
+class Venue(Protocol):
+    """What collateral trading needs of the exchange it belongs to (the `Exchange`)."""
+
+    seed: int
+    now: float
+    ledger: Ledger
+    last_price: dict[str, Decimal]
+    open: dict[int, Order]
+
+    def market(self, name: Any, *, code: int = ...) -> Market: ...
+    def check_limit(self, market: Market, amount: Decimal, price: Decimal | None) -> None: ...
+    def _check_client_id(self, account: str, market: Market, client_id: str) -> None: ...
+    def _new(self, account: str, market: Market, side: str, kind: str, amount: Decimal,
+             price: Decimal | None, client_id: str, **flags: Any) -> Order: ...
+    def _wait(self, order: Order) -> None: ...
+    def _crosses(self, market: Market, side: str, price: Decimal) -> bool: ...
+    def _execute(self, order: Order, limit: Decimal | None) -> None: ...
+    def _run_triggers(self) -> None: ...
+    def _finish(self, order: Order, status: str, *, resting: bool = ...) -> None: ...
 
 
 @dataclass(slots=True)
@@ -58,7 +77,7 @@ class Position:
 class Margin:
     """The collateral side of an `Exchange`."""
 
-    def __init__(self, exchange: Exchange, opening: dict[str, Decimal]) -> None:
+    def __init__(self, exchange: Venue, opening: dict[str, Decimal]) -> None:
         self.exchange = exchange
         self.opening = opening
         self.leverage: dict[str, int] = {}
