@@ -19,6 +19,14 @@ Configure them per test, class or module with markers, whose keywords go to the 
 async def test_something(txc_client): ...
 ```
 
+The sandbox is also an exchange (markets, order book, matching, balances, positions): give the
+trading balance its keys start with, and trade against it.
+
+```python
+@pytest.mark.txc_sandbox(trade_balances={"USDT": Decimal("100000"), "BTC": Decimal("2")})
+async def test_an_order_rests(txc_client): ...
+```
+
 Every test, with the fixtures or not, runs under a [`txc_async.Runtime`][txc_async.Runtime] of
 its own (current for the test; the one before is current again after it): what the clients of
 a process share, the estimates of servers' clocks (keyed by the server's address), the nonce
@@ -55,7 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "txc_sandbox(**kwargs): keyword arguments of the Sandbox that the txc_sandbox fixture "
-        "starts (e.g. enforce_limits=False, mining_accounts=3, rate_limits={...})",
+        "starts (e.g. enforce_limits=False, mining_accounts=3, rate_limits={...}, "
+        "trade_balances={'USDT': Decimal('100000')})",
     )
     config.addinivalue_line(
         "markers",

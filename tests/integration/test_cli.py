@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import txc_async
 from txc_async.cli import main
 
 
@@ -404,6 +406,33 @@ async def test_sandbox_command_sizes_its_book_and_prints_the_oauth_credentials()
         out, err = await asyncio.wait_for(refresh.communicate(), 60)
         assert refresh.returncode == 0, err
         assert b"access_token" in out
+    finally:
+        server.terminate()
+        await server.wait()
+
+
+async def test_sandbox_command_starts_trading_balances() -> None:
+    import asyncio
+    import sys
+
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "txc_async", "sandbox", "--port", "0", "--accounts", "2",
+        "--days", "2", "--trade-balance", "USDT=100000", "--trade-balance", "btc=2.5",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        lines = [(await asyncio.wait_for(server.stdout.readline(), 30)).decode()
+                 for _ in range(5)]
+        assert lines[1] == "trading balance of every key: 100000 USDT, 2.5 BTC\n"
+        exported = dict(line.removeprefix("export ").strip().split("=", 1)
+                        for line in lines[2:5])
+        async with txc_async.Client(api_key=exported["TXC_API_KEY"],
+                                    api_secret=exported["TXC_API_SECRET"],
+                                    base_url=exported["TXC_BASE_URL"]) as client:
+            balance: Any = await client.call("trade_account_balance")
+        assert balance["BTC"].available == Decimal("2.5")
+        assert balance["USDT"].available == Decimal("100000")
     finally:
         server.terminate()
         await server.wait()

@@ -15,6 +15,8 @@ pytest_plugins = ["pytester"]
 INI = "[pytest]\nasyncio_mode = {mode}\nasyncio_default_fixture_loop_scope = function\n"
 
 USER_TESTS = '''
+from decimal import Decimal
+
 import pytest
 
 import txc_async
@@ -48,6 +50,13 @@ async def test_markers_configure_both(txc_sandbox, txc_client):
         await txc_client.main_balance()
 
 
+@pytest.mark.asyncio
+@pytest.mark.txc_sandbox(trade_balances={"USDT": Decimal("1000")})
+async def test_the_sandbox_starts_with_trading_balances(txc_client):
+    balance = await txc_client.call("trade_account_balance", ticker="USDT")
+    assert balance["USDT"].available == Decimal("1000")
+
+
 @pytest.mark.txc_sandbox(seed=1)
 class TestMarkersOfAClass:
     @pytest.mark.asyncio
@@ -76,7 +85,7 @@ def test_a_user_suite_gets_the_fixtures(pytester: pytest.Pytester, mode: str) ->
     pytester.makeini(INI.format(mode=mode))
     pytester.makepyfile(test_user=USER_TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
 
 
 @pytest.mark.asyncio_only

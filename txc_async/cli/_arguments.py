@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
 from typing import NoReturn
 
 PROG = "txc-async"
@@ -133,6 +134,19 @@ def seconds(text: str) -> float:
     if not 0 <= value < math.inf:  # a NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds, 0 or more")
     return value
+
+
+def asset_amount(text: str) -> tuple[str, Decimal]:
+    """An argument type: ``TICKER=AMOUNT``, an asset and a decimal amount of it, 0 or more."""
+    ticker, sep, amount = text.partition("=")
+    try:
+        value = Decimal(amount)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not sep or not ticker.isalnum() or not value.is_finite() or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: must be TICKER=AMOUNT, such as USDT=100000") from None
+    return ticker.upper(), value
 
 
 def whole_number(text: str) -> int:

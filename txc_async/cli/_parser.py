@@ -323,6 +323,12 @@ def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
         help="a pending reward settles (successful, or canceled) this long after the sandbox "
         "started or booked it",
     )
+    sandbox.add_argument(
+        "--trade-balance", type=types.asset_amount, action="append", default=None,
+        metavar="TICKER=AMOUNT",
+        help="what every key's trading balance starts with, one asset per option "
+        "(e.g. --trade-balance USDT=100000 --trade-balance BTC=2; default: none)",
+    )
 
 
 def _add_demo(commands: argparse._SubParsersAction[Parser]) -> None:

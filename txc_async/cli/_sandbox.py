@@ -44,14 +44,18 @@ async def run_sandbox(args: argparse.Namespace) -> int:
 
     pending_days = args.pending_days if args.pending_days is not None else (
         2 if args.live else 0)
+    trade_balances = dict(args.trade_balance or ())
     async with Sandbox(port=args.port, mining_accounts=args.accounts,
                        rewards_days=args.days, pending_days=pending_days,
-                       settle_after=args.settle_after) as box:
+                       settle_after=args.settle_after, trade_balances=trade_balances) as box:
         print(f"sandbox serving on {box.url}: {args.accounts} mining accounts, {args.days} days "
               f"of rewards from {format_moment(box.rewards.start)}"
               + (", booking new rewards live" if args.live else "")
               + (f", the last {pending_days} days pending until {args.settle_after:g} s have "
                  "passed" if pending_days else ""))
+        if trade_balances:
+            print("trading balance of every key: " + ", ".join(
+                f"{amount} {ticker}" for ticker, amount in trade_balances.items()))
         print(f"export TXC_BASE_URL={box.url}")
         print(f"export TXC_API_KEY={box.api_key}")
         print(f"export TXC_API_SECRET={box.api_secret}")

@@ -27,6 +27,7 @@ from aiohttp import web
 
 from .._limiters.base import RateLimit
 from ._data import InvestmentBook, RewardBook, mix
+from ._exchange import Exchange, ExchangeSimulation
 from ._simulation import UNHANDLED, Simulation, SimulationError
 from ._table import (
     DOCUMENTED,
@@ -388,6 +389,7 @@ class Sandbox:
         pending_days: int = 0,
         settle_after: float | None = None,
         simulations: Sequence[Simulation] = (),
+        trade_balances: Mapping[str, Decimal] | None = None,
     ) -> None:
         if dialect not in ("live", "spec"):
             raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
@@ -446,6 +448,12 @@ class Sandbox:
             )
         }
         self._next_order_id = 4_000_000_000 + seed * 1000
+        #: The simulated exchange: trading balances (``trade_balances``: what every key's
+        #: trading balance starts with), orders, trades, positions; transfers move the main
+        #: balance above.
+        self.exchange = Exchange(seed=seed, trade_balances=trade_balances,
+                                 main_balances=self.balance, now=self.server_time())
+        self._exchange_simulations: tuple[Simulation, ...] = (ExchangeSimulation(self.exchange),)
         #: Admitted arrival times per (client IP address, scope or group): the service counts
         #: per IP, whichever key signed the request.
         self._windows: dict[tuple[str, str], deque[float]] = {}
@@ -663,24 +671,37 @@ class Sandbox:
         example; a refusal is raised."""
         key, params = self._authenticated(op, request, body, now)
         own = self._own.get(op.name)
-        checked = False
         if self.simulations:
             op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
-            checked = True
-            given = {name: value for name, value in params.items() if name not in _SIGNING}
-            account = key.name if key is not None else None
-            for simulation in self.simulations:
-                try:
-                    answer = simulation.answer(op.method, op.path, account, given, now)
-                except SimulationError as refusal:
-                    raise _Refusal(refusal.status, refusal.body) from None
-                if answer is not UNHANDLED:
-                    return answer
+            answer = self._simulated(self.simulations, op, key, params, now)
+            if answer is not UNHANDLED:
+                return answer
+        elif own is None:
+            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
         if own is not None:
             return own(key, params, body, now)
-        if not checked:
-            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+        # The exchange (trading, balances between accounts, market data), after the
+        # operations simulated above, which keep their own shapes and checks.
+        answer = self._simulated(self._exchange_simulations, op, key, params, now)
+        if answer is not UNHANDLED:
+            return answer
         return op.documented_answer(params)
+
+    @staticmethod
+    def _simulated(simulations: Sequence[Simulation], op: Documented, key: _Key | None,
+                   params: dict[str, Any], now: float) -> Any:
+        """The first answer of ``simulations`` to a request of ``op`` (its parameters checked),
+        or UNHANDLED; a simulation's refusal is raised as the sandbox's."""
+        given = {name: value for name, value in params.items() if name not in _SIGNING}
+        account = key.name if key is not None else None
+        for simulation in simulations:
+            try:
+                answer = simulation.answer(op.method, op.path, account, given, now)
+            except SimulationError as refusal:
+                raise _Refusal(refusal.status, refusal.body) from None
+            if answer is not UNHANDLED:
+                return answer
+        return UNHANDLED
 
     def _own_operations(self) -> dict[str, _Own]:
         """The operations simulated here, by name."""
