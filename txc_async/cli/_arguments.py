@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
 PROG = "txc-async"
 DAY = 86_400
@@ -23,7 +23,37 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """Reports a usage error in one line instead of the usage text and a traceback."""
+    """Reports a usage error in one line instead of the usage text and a traceback.
+
+    ``later``: adds more of this parser's arguments or commands the first time it parses or
+    shows its help, so that a group of generated commands is built only when it is used
+    (``txc-async --help`` builds none).
+    """
+
+    def __init__(self, *args: Any, later: Callable[[Parser], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._later = later
+
+    def complete(self) -> None:
+        """Add what ``later`` adds, once."""
+        later, self._later = self._later, None
+        if later is not None:
+            later(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self.complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.complete()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{PROG}: error: {message}\n")
