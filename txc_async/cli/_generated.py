@@ -144,6 +144,11 @@ def add_group(commands: Subcommands, tag: str, common: Parser) -> None:
     )
 
 
+def _operation_names(**_: object) -> list[str]:
+    """Every operation's name (no group's declarations load)."""
+    return list(OPERATIONS)
+
+
 def add_call(commands: Subcommands, common: Parser) -> None:
     """``txc-async call NAME key=value ...``."""
     call = commands.add_parser(
@@ -163,7 +168,10 @@ def add_call(commands: Subcommands, common: Parser) -> None:
         "--dry-run",
     )
     call.set_defaults(operation="call")
-    call.add_argument("name", metavar="NAME", help="the operation's name, e.g. create_limit_order")
+    name = call.add_argument("name", metavar="NAME",
+                             help="the operation's name, e.g. create_limit_order")
+    # Completed by the shell (argcomplete reads the action's completer).
+    setattr(name, "completer", _operation_names)  # noqa: B010
     call.add_argument("pairs", metavar="key=value", nargs="*",
                       help="a parameter and its value (default: none)")
     call.add_argument("--yes", action="store_true",

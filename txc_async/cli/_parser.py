@@ -203,6 +203,8 @@ def _add_mining(commands: Subcommands, common: Parser) -> frozenset[str]:
         "mining", help="mining-pool accounts, rewards, hashrate, workers and watcher links",
         formatter_class=Help, description="Mining-pool accounts, rewards and hashrate; the "
         "other commands, one per operation, as the documentation groups them.",
+        epilog=_example("mining rewards --account pool-1 --all --json",
+                        "mining get-mining-accounts --json"),
         later=lambda _: add_operations(kinds, "mining", common),
     )
     kinds = mining.add_subparsers(dest="mining_command", required=True, parser_class=Parser,
@@ -227,6 +229,7 @@ def _add_mining(commands: Subcommands, common: Parser) -> frozenset[str]:
         "oauth", help="OAuth tokens and API keys", formatter_class=Help,
         description="OAuth tokens; the other commands, one per operation, as the "
         "documentation groups them.",
+        epilog=_example("oauth refresh --json", "oauth oauth2-token --help"),
         later=lambda _: add_operations(oauth_kinds, "oauth", common),
     )
     oauth_kinds = oauth.add_subparsers(dest="oauth_command", required=True, parser_class=Parser,
