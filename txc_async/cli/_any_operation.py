@@ -23,7 +23,7 @@ import txc_async
 from txc_async._operations import OPERATIONS, Auth, Operation, Param
 
 from ._arguments import UsageError
-from ._operations import Invocation
+from ._invocation import Invocation
 from ._profiles import Settings
 from ._render import Output
 from ._results import show_result

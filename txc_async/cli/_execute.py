@@ -12,7 +12,8 @@ import txc_async
 
 from ._arguments import UsageError
 from ._dry_run import CapturedRequest, capture, describe, render
-from ._operations import Invocation, invocation_of
+from ._invocation import Invocation
+from ._operations import invocation_of
 from ._profiles import ConfigError, Settings, load_settings
 from ._render import Output
 from ._writes import Write, confirm, lost_answer, may_have_taken_effect

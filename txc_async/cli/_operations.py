@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import txc_async
@@ -24,34 +23,11 @@ from txc_async._operations import (
 )
 
 from ._arguments import UsageError
+from ._invocation import Invocation, Show
 from ._profiles import ConfigError, Settings
 from ._render import Output
 from ._values import choice_value
 from ._writes import Write, new_client_order_id
-
-Call = Callable[[txc_async.Client], Awaitable[object]]
-Walk = Callable[[txc_async.Client], AsyncIterator[object]]
-#: Writes a command's result; returns the exit status.
-Show = Callable[[Output, object], int]
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """One operation as a command runs it.
-
-    ``parameters``: the client's parameters that come from flags, so that the client's refusal
-    of one is a usage error naming its flag. ``walk``: every page (``--all``), else ``call``.
-    ``confirm``: a write that asks before it is sent (on a terminal; else ``--yes``).
-    """
-
-    call: Call
-    show: Show
-    parameters: frozenset[str] = frozenset()
-    walk: Walk | None = None
-    title: str = ""
-    write: Write | None = None
-    notes: list[str] = field(default_factory=list)
-    confirm: bool = False
 
 
 def _flags(args: argparse.Namespace, op: Operation[Any]) -> dict[str, Any]:
