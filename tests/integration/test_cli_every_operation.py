@@ -451,3 +451,9 @@ def test_every_group_and_command_answers_help(capsys: pytest.CaptureFixture[str]
     assert "txc-async spot create-limit-order --market BTC_USDT --side buy --amount" in out
     code, out, _ = run(capsys, "mining", "--help")
     assert {"create-account", "rewards", "hashrate", "get-mining-accounts"} <= set(out.split())
+
+
+def test_the_reference_lists_every_group() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "cli.md").read_text()
+    listed = re.findall(r"^\| `([a-z-]+)` \|", page, flags=re.MULTILINE)
+    assert listed == [group_of_tag(tag) for tag in GROUPS]
