@@ -385,6 +385,20 @@ def test_usage_errors_exit_2_name_the_key_and_the_rule_and_send_nothing(
     assert sent(box) == 0
 
 
+def test_call_takes_its_options_before_between_and_after_the_pairs(
+    offline: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pairs = ["market=BTC_USDT", "side=buy", "amount=0.01", "price=40000", "client_order_id=a-1"]
+    outs = set()
+    for argv in (["call", "--dry-run", "create_limit_order", *pairs, "--json"],
+                 ["call", "create_limit_order", *pairs[:2], "--json", *pairs[2:], "--dry-run"],
+                 ["call", "create-limit-order", *pairs, "--dry-run", "--json"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        outs.add(out)
+    assert len(outs) == 1 and loads(outs.pop())["body"]["side"] == "buy"
+
+
 def test_an_amount_is_sent_as_typed_and_json_numbers_as_decimals(
     offline: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,13 +27,15 @@ class Parser(argparse.ArgumentParser):
 
     ``later``: adds more of this parser's arguments or commands the first time it parses or
     shows its help, so that a group of generated commands is built only when it is used
-    (``txc-async --help`` builds none).
+    (``txc-async --help`` builds none). ``intermixed``: options may come between its
+    positional words (``call NAME a=1 --dry-run b=2``).
     """
 
     def __init__(self, *args: Any, later: Callable[[Parser], None] | None = None,
-                 **kwargs: Any) -> None:
+                 intermixed: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._later = later
+        self._intermixed = intermixed
 
     def complete(self) -> None:
         """Add what ``later`` adds, once."""
@@ -45,6 +47,14 @@ class Parser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         self.complete()
+        if self._intermixed:
+            # The standard library's intermixed parsing calls this method again, for its two
+            # passes: those parse as usual.
+            self._intermixed = False
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._intermixed = True
         return super().parse_known_args(args, namespace)
 
     def format_usage(self) -> str:

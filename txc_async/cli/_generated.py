@@ -152,7 +152,7 @@ def _operation_names(**_: object) -> list[str]:
 def add_call(commands: Subcommands, common: Parser) -> None:
     """``txc-async call NAME key=value ...``."""
     call = commands.add_parser(
-        "call", formatter_class=Help, parents=[common],
+        "call", formatter_class=Help, parents=[common], intermixed=True,
         help="call any operation by its name, its parameters as key=value",
         description="Call any operation of the API by its name (txc-async operations lists "
         "them), its parameters as key=value: a key is the parameter's keyword (snake_case) or "
@@ -172,7 +172,7 @@ def add_call(commands: Subcommands, common: Parser) -> None:
                              help="the operation's name, e.g. create_limit_order")
     # Completed by the shell (argcomplete reads the action's completer).
     setattr(name, "completer", _operation_names)  # noqa: B010
-    call.add_argument("pairs", metavar="key=value", nargs="*",
+    call.add_argument("pairs", metavar="key=value", nargs="*", default=[],
                       help="a parameter and its value (default: none)")
     call.add_argument("--yes", action="store_true",
                       help="send a write without asking (default: ask on a terminal; without "

@@ -2,9 +2,11 @@
 
 An operation's flags are its declared parameters (``txc_async._operations``): name, required,
 choices, metavar and help come from each ``Param``; the flags that are not parameters
-(``--all``, ``--plot``, ``--yes``, ``--json``, ``--dry-run``) are written here. Built with the
-standard library's argparse and the declarations alone (no aiohttp), so that ``txc-async
---help`` starts fast; the commands import what they need when they run.
+(``--all``, ``--plot``, ``--yes``, ``--json``, ``--dry-run``) are written here. The commands
+written here stand beside ``call`` and a group per tag of the documentation (`_generated`),
+whose commands are built when the group is used. Built with the standard library's argparse
+and the declarations alone (no aiohttp, no group's declarations), so that ``txc-async --help``
+starts fast; the commands import what they need when they run.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ def show_result(output: Output, result: object, title: str) -> int:
         if page is None:
             output.fields(plain, title)
         else:
-            rest = ", ".join(f"{key} {item}" for key, item in plain.items() if key != page)
+            rest = ", ".join(f"{key} {text}" for key, text in flatten(
+                {key: item for key, item in plain.items() if key != page}).items())
             output.records(_list(plain[page]), f"{title}: {page}")
             if rest:
                 print(rest, file=output.errors)
