@@ -427,6 +427,27 @@ def test_a_secret_is_read_from_stdin_and_never_shown(
     assert sent(box) == 0
 
 
+def test_a_generated_token_exchange_takes_its_secrets_from_the_environment_or_stdin(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refresh = ["oauth", "oauth2-refresh-token", "--client-id", box.oauth_client_id]
+    old = box.oauth_refresh_token
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{box.oauth_client_secret}\n{old}\n"))
+    code, out, err = run(capsys, *refresh, "--json")
+    assert code == 0, err
+    first = loads(out)
+    assert first["access_token"] and first["refresh_token"] != old
+    assert box.oauth_client_secret not in err
+    monkeypatch.setenv("TXC_OAUTH_CLIENT_SECRET", box.oauth_client_secret)
+    monkeypatch.setenv("TXC_OAUTH_REFRESH_TOKEN", first["refresh_token"])
+    code, out, err = run(capsys, *refresh, "--dry-run")
+    assert code == 0 and f"client_id={box.oauth_client_id}&" in out
+    assert box.oauth_client_secret not in out and first["refresh_token"] not in out
+    code, out, err = run(capsys, *refresh, "--json")  # no question: a token exchange
+    assert code == 0, err
+    assert loads(out)["refresh_token"] != first["refresh_token"]
+
+
 # -- help and speed ---------------------------------------------------------------------------
 
 
