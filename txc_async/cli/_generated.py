@@ -66,7 +66,8 @@ def _help(param: Param, op: Operation[Any]) -> str:
     for declared, typed in _WORDING:
         if text.startswith(declared):
             text = typed + text[len(declared):]
-    return ("required: " if param.required else "") + text
+    # argparse formats a help with %: a percent sign of the declaration stays one.
+    return ("required: " if param.required else "") + text.replace("%", "%%")
 
 
 def example_of(group: str, command: str, op: Operation[Any]) -> str:
