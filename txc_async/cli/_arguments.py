@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import NoReturn
+from typing import Any, NoReturn
 
 PROG = "txc-async"
 DAY = 86_400
@@ -24,7 +24,47 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """Reports a usage error in one line instead of the usage text and a traceback."""
+    """Reports a usage error in one line instead of the usage text and a traceback.
+
+    ``later``: adds more of this parser's arguments or commands the first time it parses or
+    shows its help, so that a group of generated commands is built only when it is used
+    (``txc-async --help`` builds none). ``intermixed``: options may come between its
+    positional words (``call NAME a=1 --dry-run b=2``).
+    """
+
+    def __init__(self, *args: Any, later: Callable[[Parser], None] | None = None,
+                 intermixed: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._later = later
+        self._intermixed = intermixed
+
+    def complete(self) -> None:
+        """Add what ``later`` adds, once."""
+        later, self._later = self._later, None
+        if later is not None:
+            later(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self.complete()
+        if self._intermixed:
+            # The standard library's intermixed parsing calls this method again, for its two
+            # passes: those parse as usual.
+            self._intermixed = False
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._intermixed = True
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.complete()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{PROG}: error: {message}\n")

@@ -17,7 +17,8 @@ import txc_async
 
 from ._arguments import UsageError
 from ._dry_run import CapturedRequest, capture, describe, render
-from ._operations import COMMANDS, CONFIRMED, Invocation
+from ._invocation import Invocation
+from ._operations import invocation_of
 from ._profiles import ConfigError, Settings, load_settings
 from ._render import Output
 from ._writes import Write, confirm, lost_answer, may_have_taken_effect
@@ -73,7 +74,7 @@ async def run_operation(args: argparse.Namespace, state: RunState) -> int:
 
 async def _run_operation(args: argparse.Namespace, state: RunState) -> int:
     settings = load_settings(args.profile)
-    invocation = COMMANDS[args.operation](args, settings)
+    invocation = invocation_of(args, settings)
     output = Output(json_mode=args.json)
     base_url = settings.base_url or txc_async.DEFAULT_BASE_URL
     if args.dry_run:
@@ -86,7 +87,7 @@ async def _run_operation(args: argparse.Namespace, state: RunState) -> int:
             print(note, file=sys.stderr)
         print("dry run: nothing was sent", file=sys.stderr)
         return 0
-    if args.operation in CONFIRMED and invocation.write is not None:
+    if invocation.confirm and invocation.write is not None:
         if not settings.api_key:
             raise ConfigError(f"{invocation.write.command} needs an API key (TXC_API_KEY and "
                               "TXC_API_SECRET, or a profile's api_key and api_secret); "

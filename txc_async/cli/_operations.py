@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import txc_async
@@ -24,32 +23,11 @@ from txc_async._operations import (
 )
 
 from ._arguments import UsageError
-from ._parser import choice_value
+from ._invocation import Invocation, Show
 from ._profiles import ConfigError, Settings
 from ._render import Output
+from ._values import choice_value
 from ._writes import Write, new_client_order_id
-
-Call = Callable[[txc_async.Client], Awaitable[object]]
-Walk = Callable[[txc_async.Client], AsyncIterator[object]]
-#: Writes a command's result; returns the exit status.
-Show = Callable[[Output, object], int]
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """One operation as a command runs it.
-
-    ``parameters``: the client's parameters that come from flags, so that the client's refusal
-    of one is a usage error naming its flag. ``walk``: every page (``--all``), else ``call``.
-    """
-
-    call: Call
-    show: Show
-    parameters: frozenset[str] = frozenset()
-    walk: Walk | None = None
-    title: str = ""
-    write: Write | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def _flags(args: argparse.Namespace, op: Operation[Any]) -> dict[str, Any]:
@@ -150,7 +128,7 @@ def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocatio
         return client.collateral_stop_limit_order(**params)
 
     return Invocation(call, _show_fields("collateral stop-limit order"), frozenset(params),
-                      write=write, notes=notes)
+                      write=write, notes=notes, confirm=True)
 
 
 def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -164,7 +142,8 @@ def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invo
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.create_mining_account(**params)
 
-    return Invocation(call, _show_fields("mining account"), frozenset(params), write=write)
+    return Invocation(call, _show_fields("mining account"), frozenset(params), write=write,
+                      confirm=True)
 
 
 def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -247,6 +226,14 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Invocation]] = {
     "mining hashrate": _mining_hashrate,
     "oauth refresh": _refresh_oauth_token,
 }
-#: Writes that ask before they are sent (a token refresh is a write that needs no question:
-#: it is never re-sent either).
-CONFIRMED = frozenset({"order stop-limit", "mining create-account"})
+
+
+def invocation_of(args: argparse.Namespace, settings: Settings) -> Invocation:
+    """What the operation command ``args.operation`` runs: a command written here, or any
+    operation (``call`` and the generated commands)."""
+    build = COMMANDS.get(args.operation)
+    if build is None:
+        from ._any_operation import any_operation
+
+        build = any_operation
+    return build(args, settings)

@@ -2,9 +2,11 @@
 
 An operation's flags are its declared parameters (``txc_async._operations``): name, required,
 choices, metavar and help come from each ``Param``; the flags that are not parameters
-(``--all``, ``--plot``, ``--yes``, ``--json``, ``--dry-run``) are written here. Built with the
-standard library's argparse and the declarations alone (no aiohttp), so that ``txc-async
---help`` starts fast; the commands import what they need when they run.
+(``--all``, ``--plot``, ``--yes``, ``--json``, ``--dry-run``) are written here. The commands
+written here stand beside ``call`` and a group per tag of the documentation (`_generated`),
+whose commands are built when the group is used. Built with the standard library's argparse
+and the declarations alone (no aiohttp, no group's declarations), so that ``txc-async --help``
+starts fast; the commands import what they need when they run.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from txc_async._operations import (
     MINING_HASHRATE,
     MINING_REWARDS,
     Operation,
-    Param,
 )
 from txc_async._version import __version__
 
 from . import _arguments as types
 from ._arguments import PROG, Help, Parser
+from ._generated import Subcommands, add_call, add_group, add_operations
+from ._groups import GROUPS
+from ._values import choice_labels, flag_of
 
 #: The output formats of backfill-rewards (txc_async._export.run.FORMATS, which a test compares
 #: with this: that module is not imported to print --help).
@@ -73,32 +77,6 @@ def _example(*lines: str) -> str:
     return "example:\n\n" + "\n".join(f"  {PROG} {line}" for line in lines)
 
 
-def flag_of(param: Param) -> str:
-    """A parameter's flag: ``--kebab-case`` of its name."""
-    return "--" + param.name.replace("_", "-")
-
-
-def _named_by_members(param: Param) -> bool:
-    # Values that are not words (an investment's status is 1 or 2) go by their members' names.
-    return param.enum is not None and not all(isinstance(v, str) for v in param.choices)
-
-
-def choice_labels(param: Param) -> tuple[str, ...]:
-    """What the command line takes for a parameter of fixed values: the values, or the
-    lowercase names of the enum's members when the values are not words (an investment's
-    status: ``active``, ``closed``)."""
-    if param.enum is not None and _named_by_members(param):
-        return tuple(member.name.lower() for member in param.enum)
-    return tuple(str(value) for value in param.choices)
-
-
-def choice_value(param: Param, label: str) -> object:
-    """What the client takes for ``label``, one of `choice_labels`."""
-    if param.enum is not None and _named_by_members(param):
-        return param.enum[label.upper()]
-    return label
-
-
 def _add_params(sub: Parser, op: Operation[Any]) -> None:
     """A flag for each parameter of ``op`` (a secret is never taken from a flag)."""
     for param in op.params:
@@ -123,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog=PROG, formatter_class=Help,
         description=f"Client of the exchange API v4. {CREDENTIALS}",
-        epilog=_example("balance --ticker BTC", "mining hashrate --account pool-1 --plot"),
+        epilog=_example("balance --ticker BTC", "mining hashrate --account pool-1 --plot",
+                        "spot create-limit-order --market BTC_USDT --side buy --amount 0.01 "
+                        "--price 40000", "call ticker --json", "spot --help"),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument(
@@ -136,8 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
     _add_reads(commands, common)
     _add_writes(commands, common)
-    _add_mining(commands, common)
+    hand_groups = _add_mining(commands, common)
     _add_catalogue(commands)
+    add_call(commands, common)
+    for tag in GROUPS:
+        if tag not in hand_groups:
+            add_group(commands, tag, common)
     _add_backfill(commands)
     _add_sandbox(commands)
     _add_demo(commands)
@@ -162,7 +146,7 @@ def _common_options() -> Parser:
 
 
 def _command(
-    commands: argparse._SubParsersAction[Parser], name: str, summary: str, example: str,
+    commands: Subcommands, name: str, summary: str, example: str,
     parents: list[Parser], operation: str | None = None,
 ) -> Parser:
     sub = commands.add_parser(
@@ -174,7 +158,7 @@ def _command(
     return sub
 
 
-def _add_reads(commands: argparse._SubParsersAction[Parser],
+def _add_reads(commands: Subcommands,
                common: Parser) -> None:
     _command(commands, "ping", "check that the API answers", "ping", [common], "ping")
     balance = _command(commands, "balance", "print the main-account balance",
@@ -193,7 +177,7 @@ def _add_all(sub: Parser) -> None:
                      help="walk every page; JSON lines with --json (default: one page)")
 
 
-def _add_writes(commands: argparse._SubParsersAction[Parser],
+def _add_writes(commands: Subcommands,
                 common: Parser) -> None:
     order = commands.add_parser("order", help="place orders", formatter_class=Help,
                                 description="Place orders.")
@@ -213,12 +197,21 @@ def _add_yes(sub: Parser) -> None:
                      "--yes is required)")
 
 
-def _add_mining(commands: argparse._SubParsersAction[Parser],
-                common: Parser) -> None:
-    mining = commands.add_parser("mining", help="mining-pool accounts, rewards and hashrate",
-                                 formatter_class=Help,
-                                 description="Mining-pool accounts, rewards and hashrate.")
-    kinds = mining.add_subparsers(dest="mining_command", required=True, parser_class=Parser)
+def _add_mining(commands: Subcommands, common: Parser) -> frozenset[str]:
+    """The mining and oauth groups: the commands written here, and the generated ones of
+    their tags when used; returns those tags."""
+    kinds: Subcommands
+    oauth_kinds: Subcommands
+    mining = commands.add_parser(
+        "mining", help="mining-pool accounts, rewards, hashrate, workers and watcher links",
+        formatter_class=Help, description="Mining-pool accounts, rewards and hashrate; the "
+        "other commands, one per operation, as the documentation groups them.",
+        epilog=_example("mining rewards --account pool-1 --all --json",
+                        "mining get-mining-accounts --json"),
+        later=lambda _: add_operations(kinds, "mining", common),
+    )
+    kinds = mining.add_subparsers(dest="mining_command", required=True, parser_class=Parser,
+                                  metavar="COMMAND")
     create = _command(kinds, "create-account", "create a mining-pool account",
                       "mining create-account --name rig_01 --yes", [common],
                       "mining create-account")
@@ -235,16 +228,23 @@ def _add_mining(commands: argparse._SubParsersAction[Parser],
     _add_params(hashrate, MINING_HASHRATE)
     hashrate.add_argument("--plot", action="store_true",
                           help="draw the series in the terminal (default: a table)")
-    oauth = commands.add_parser("oauth", help="OAuth tokens", formatter_class=Help,
-                                description="OAuth tokens.")
-    oauth_kinds = oauth.add_subparsers(dest="oauth_command", required=True, parser_class=Parser)
+    oauth = commands.add_parser(
+        "oauth", help="OAuth tokens and API keys", formatter_class=Help,
+        description="OAuth tokens; the other commands, one per operation, as the "
+        "documentation groups them.",
+        epilog=_example("oauth refresh --json", "oauth oauth2-token --help"),
+        later=lambda _: add_operations(oauth_kinds, "oauth", common),
+    )
+    oauth_kinds = oauth.add_subparsers(dest="oauth_command", required=True, parser_class=Parser,
+                                       metavar="COMMAND")
     _command(oauth_kinds, "refresh",
              "exchange the refresh token for a new access token (from TXC_OAUTH_CLIENT_ID, "
              "TXC_OAUTH_CLIENT_SECRET, TXC_OAUTH_REFRESH_TOKEN or a profile)",
              "--profile main oauth refresh --json", [common], "oauth refresh")
+    return frozenset({"mining", "oauth"})
 
 
-def _add_catalogue(commands: argparse._SubParsersAction[Parser]) -> None:
+def _add_catalogue(commands: Subcommands) -> None:
     catalogue = commands.add_parser(
         "operations", formatter_class=Help, epilog=_example("operations --json"),
         help="list every operation of the API: name, method, path, rate limit, write",
@@ -258,7 +258,7 @@ def _add_catalogue(commands: argparse._SubParsersAction[Parser]) -> None:
                            "tab-separated lines elsewhere)")
 
 
-def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:
+def _add_backfill(commands: Subcommands) -> None:
     backfill = commands.add_parser(
         "backfill-rewards", formatter_class=Help,
         help="write every mining reward of a date range to a file (rerun to resume or extend)",
@@ -300,7 +300,7 @@ def _add_backfill(commands: argparse._SubParsersAction[Parser]) -> None:
     )
 
 
-def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
+def _add_sandbox(commands: Subcommands) -> None:
     sandbox = commands.add_parser("sandbox", help="serve the embedded simulator on 127.0.0.1",
                                   formatter_class=Help, epilog=_example("sandbox --port 8080"))
     sandbox.add_argument("--port", type=types.port, default=8080, help="port on 127.0.0.1")
@@ -331,7 +331,7 @@ def _add_sandbox(commands: argparse._SubParsersAction[Parser]) -> None:
     )
 
 
-def _add_demo(commands: argparse._SubParsersAction[Parser]) -> None:
+def _add_demo(commands: Subcommands) -> None:
     demo = commands.add_parser(
         "demo", formatter_class=Help, epilog=_example("demo --year 2024"),
         help="backfill a year of rewards from the embedded sandbox and print a summary",
@@ -345,7 +345,7 @@ def _add_demo(commands: argparse._SubParsersAction[Parser]) -> None:
                       help="pieces walked at once")
 
 
-def _add_completion(commands: argparse._SubParsersAction[Parser]) -> None:
+def _add_completion(commands: Subcommands) -> None:
     completion = commands.add_parser(
         "completion", formatter_class=Help,
         help="print the shell completion script for bash, zsh or fish",
