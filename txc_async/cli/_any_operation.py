@@ -116,7 +116,10 @@ def _invocation(
 ) -> Invocation:
     notes: list[str] = []
     order_id = _client_order_id(op, given, dry_run, notes)
-    secrets = [param for param in op.params if param.secret]
+    # A required secret, or an optional one the settings hold (an optional one without a
+    # source, such as a PKCE verifier, is left out rather than asked for).
+    secrets = [param for param in op.params
+               if param.secret and (param.required or _configured(param, settings))]
     # Every other value is checked before a secret is asked for.
     _check(op, given | {param.name: SECRET_PLACEHOLDER for param in secrets}, naming)
     if secrets and not dry_run:
@@ -189,6 +192,12 @@ def _check(op: Operation[Any], given: Mapping[str, object], naming: Naming) -> N
         if param.secret and isinstance(value, str) and value and value in rule:
             rule = "is refused by its check"
         raise UsageError(f"{naming(param)}: {where}{rule}") from None
+
+
+def _configured(param: Param, settings: Settings) -> bool:
+    """Whether the settings (environment or profile) hold a value of the secret ``param``."""
+    setting = _SECRET_SETTINGS.get(param.name)
+    return setting is not None and bool(getattr(settings, setting, None))
 
 
 def _secret(param: Param, settings: Settings) -> str:
