@@ -24,7 +24,6 @@ from ._errors import (
     ValidationError,
 )
 from ._limiters.base import Admission, Limiter, Outcome, RateLimit
-from ._limiters.memory import InProcessLimiter
 from ._models import (
     CollateralOrder,
     FixedPlan,
@@ -45,22 +44,23 @@ from ._models import (
     RewardStatus,
     Side,
 )
-from ._nonces.clock import LocalClock
 from ._operations import Operation
 from ._retry import RetryPolicy
-from ._runtime import Runtime, current_runtime, use_runtime
 from ._stats import ClientStats
-from ._transports.base import RawResponse
-from ._transports.mock import MockRequest, MockTransport
 from ._version import __version__
 
 if TYPE_CHECKING:
     from ._backfill.mining_rewards import backfill_mining_rewards
     from ._client import Client
+    from ._limiters.memory import InProcessLimiter
     from ._limiters.redis import RedisLimiter
     from ._limiters.sqlite import SQLiteLimiter
     from ._limiters.url import limiter_from_url
+    from ._nonces.clock import LocalClock
     from ._pipeline.recording import RequestRecord
+    from ._runtime import Runtime, current_runtime, use_runtime
+    from ._transports.base import RawResponse
+    from ._transports.mock import MockRequest, MockTransport
 else:
     # The client and the request pipeline import aiohttp, which takes most of the time of
     # importing the package, and the backfill and the shared limiters are more than most
@@ -71,6 +71,10 @@ else:
         "backfill_mining_rewards": "._backfill.mining_rewards",
         "RedisLimiter": "._limiters.redis", "SQLiteLimiter": "._limiters.sqlite",
         "limiter_from_url": "._limiters.url",
+        "InProcessLimiter": "._limiters.memory", "LocalClock": "._nonces.clock",
+        "Runtime": "._runtime", "current_runtime": "._runtime", "use_runtime": "._runtime",
+        "RawResponse": "._transports.base", "MockRequest": "._transports.mock",
+        "MockTransport": "._transports.mock",
     }
 
     def __getattr__(name: str) -> object:

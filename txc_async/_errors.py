@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 __all__ = [
@@ -298,7 +297,7 @@ def client_closed(operation: str | None = None) -> TransportError:
     return error
 
 
-class RequestTimeout(TransportError, asyncio.TimeoutError):
+class RequestTimeout(TransportError, TimeoutError):  # asyncio.TimeoutError is TimeoutError
     """The HTTP exchange took longer than the client's timeout."""
 
 
