@@ -40,6 +40,7 @@ for _slot in ("txc", "lean", "lean2", "floor", "hand", "ccxt"):
 
 _SERVER = """
 import asyncio, sys
+from decimal import Decimal
 from txc_async.sandbox import Sandbox
 
 async def main():

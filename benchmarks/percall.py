@@ -1,6 +1,7 @@
-"""Per-call cost: CPU time per call and median latency of main_balance (a small answer) and
-investments_history (100 records), and throughput with 64 concurrent callers, for txc_async and
-four baselines measured in the same run:
+"""Per-call cost: CPU time per call and median latency of main_balance (a small answer),
+investments_history (100 records), create_limit_order (a signed write: a limit order that rests
+on the sandbox's book) and orderbook (a public read of up to 100 levels a side), and throughput with
+64 concurrent callers, for txc_async and four baselines measured in the same run:
 
 - the leanest typed client a user could write: one aiohttp session, a msgspec encoder, cached
   msgspec ``Decoder``s of structs with ``Decimal`` money, no checks, no limiter, no retries (the
@@ -42,6 +43,7 @@ from yarl import URL
 
 import txc_async
 from txc_async import RateLimit
+from txc_async._models_generated import schemas
 
 try:
     from benchmarks._common import (
@@ -71,14 +73,23 @@ except ImportError:  # pragma: no cover - the dev extra installs it
 
 BALANCE = "/api/v4/main-account/balance"
 INVESTMENTS = "/api/v4/main-account/smart/investments"
+ORDER = "/api/v4/order/new"
+ORDERBOOK = "/api/v4/public/orderbook/BTC_USDT"
+#: The order every contender places: a buy far under the sandbox's BTC price, so that it rests.
+ORDER_PARAMS = {"market": "BTC_USDT", "side": "buy", "amount": "0.001", "price": "30000"}
+#: Levels per side of the order book read.
+DEPTH = 100
+#: The trading balance every key starts with: enough for every order of a run to rest.
+TRADE_BALANCES = {"USDT": Decimal("1000000000000"), "BTC": Decimal("1000000")}
 UNLIMITED = {scope: RateLimit(10**9, 1.0) for scope in txc_async.DEFAULT_RATE_LIMITS}
-OPERATIONS = ("main_balance", "investments_history")
+OPERATIONS = ("main_balance", "investments_history", "create_limit_order", "orderbook")
 OURS, LEAN, FLOOR, HAND, CCXT = (
     "txc_async", "lean typed msgspec", "floor: signed exchange, undecoded", "hand-written json",
     "ccxt (whitebit)",
 )
 #: Targets of the client against the lean typed code of the same run (ratio, lower is better).
-TARGETS = {"main_balance": 1.03, "investments_history": 1.03, "throughput": 1.0}
+TARGETS = {"main_balance": 1.03, "investments_history": 1.03, "create_limit_order": 1.03,
+           "orderbook": 1.03, "throughput": 1.0}
 
 Call = Callable[[], Awaitable[Any]]
 #: Per operation, one call per API key of the contender.
@@ -121,6 +132,13 @@ class HandWritten:
                 raise RuntimeError(f"HTTP {resp.status}: {answer}")
             return answer
 
+    async def get(self, path: str, params: dict[str, str]) -> Any:
+        async with self.session.get(self.base_url + path, params=params) as resp:
+            answer = json.loads(await resp.read())
+            if resp.status != 200:
+                raise RuntimeError(f"HTTP {resp.status}: {answer}")
+            return answer
+
 
 class LeanBalance(msgspec.Struct):
     """One balance entry, as the lean client decodes it."""
@@ -132,6 +150,9 @@ _encode = msgspec.json.Encoder().encode
 _decode_balance = msgspec.json.Decoder(dict[str, LeanBalance]).decode
 # The same page struct as the library's: the answers hold the same Decimals and records.
 _decode_investments = msgspec.json.Decoder(txc_async.InvestmentsPage).decode
+# The same answer structs as the library's generated ones (camelCase names, Decimal money).
+_decode_order = msgspec.json.Decoder(schemas.OrderResponse).decode
+_decode_orderbook = msgspec.json.Decoder(schemas.OrderbookResponse).decode
 
 
 def _undecoded(body: bytes) -> bytes:
@@ -145,12 +166,15 @@ class LeanTyped:
     def __init__(self, session: aiohttp.ClientSession, base_url: str, key: str, secret: str,
                  *, decode: bool = True) -> None:
         self.session = session
-        self.urls = {path: URL(base_url + path) for path in (BALANCE, INVESTMENTS)}
+        self.urls = {path: URL(base_url + path) for path in (BALANCE, INVESTMENTS, ORDER)}
+        self.orderbook_url = URL(base_url + ORDERBOOK).with_query(limit=str(DEPTH))
         self.key = key
         self.secret = secret.encode()
         self.last_nonce = 0
         self.decode_balance = _decode_balance if decode else _undecoded
         self.decode_investments = _decode_investments if decode else _undecoded
+        self.decode_order = _decode_order if decode else _undecoded
+        self.decode_orderbook = _decode_orderbook if decode else _undecoded
 
     async def post(self, path: str, params: dict[str, Any], decode: Callable[[bytes], Any]) -> Any:
         now = _now_ms()
@@ -172,6 +196,13 @@ class LeanTyped:
     def investments_history(self) -> Awaitable[Any]:
         return self.post(INVESTMENTS, {"limit": 100, "offset": 0}, self.decode_investments)
 
+    def create_limit_order(self) -> Awaitable[Any]:
+        return self.post(ORDER, ORDER_PARAMS, self.decode_order)
+
+    async def orderbook(self) -> Any:
+        async with self.session.get(self.orderbook_url) as resp:
+            return self.decode_orderbook(await resp.read())
+
 
 async def contenders(
     url: str, *, with_ccxt: bool
@@ -189,11 +220,17 @@ async def contenders(
                          limiter=limiter)
         for key, secret in contender_keys("txc")
     ]
+    order = {**ORDER_PARAMS, "amount": Decimal(ORDER_PARAMS["amount"]),
+             "price": Decimal(ORDER_PARAMS["price"])}
     calls[OURS] = {
         "main_balance": [client.main_balance for client in clients],
         "investments_history": [
             partial(client.investments_history, limit=100) for client in clients
         ],
+        "create_limit_order": [partial(client.spot.create_limit_order, **order)
+                               for client in clients],
+        "orderbook": [partial(client.market.orderbook, market="BTC_USDT", limit=DEPTH)
+                      for client in clients],
     }
     closers.extend(client.close for client in clients)
 
@@ -202,6 +239,8 @@ async def contenders(
     calls[LEAN] = {
         "main_balance": [c.main_balance for c in lean],
         "investments_history": [c.investments_history for c in lean],
+        "create_limit_order": [c.create_limit_order for c in lean],
+        "orderbook": [c.orderbook for c in lean],
     }
     closers.append(lean_session.close)
 
@@ -210,6 +249,8 @@ async def contenders(
     calls[FLOOR] = {
         "main_balance": [c.main_balance for c in floor],
         "investments_history": [c.investments_history for c in floor],
+        "create_limit_order": [c.create_limit_order for c in floor],
+        "orderbook": [c.orderbook for c in floor],
     }
     closers.append(floor_session.close)
 
@@ -220,6 +261,8 @@ async def contenders(
         "investments_history": [
             partial(h.post, INVESTMENTS, {"limit": 100, "offset": 0}) for h in hand
         ],
+        "create_limit_order": [partial(h.post, ORDER, ORDER_PARAMS) for h in hand],
+        "orderbook": [partial(h.get, ORDERBOOK, {"limit": str(DEPTH)}) for h in hand],
     }
     closers.append(hand_session.close)
 
@@ -243,6 +286,12 @@ async def contenders(
             "main_balance": [e.v4PrivatePostMainAccountBalance for e in exchanges],
             "investments_history": [
                 partial(e.v4PrivatePostMainAccountSmartInvestments, {"limit": 100, "offset": 0})
+                for e in exchanges
+            ],
+            "create_limit_order": [partial(e.v4PrivatePostOrderNew, ORDER_PARAMS)
+                                   for e in exchanges],
+            "orderbook": [
+                partial(e.v4PublicGetOrderbookMarket, {"market": "BTC_USDT", "limit": DEPTH})
                 for e in exchanges
             ],
         }
@@ -319,11 +368,20 @@ async def concurrent(calls: list[Call], callers: int, each: int) -> tuple[float,
 
 
 def answer_size(answer: Any) -> int:
-    """Tickers of a balance or records of an investments page, whatever the contender's type."""
+    """Tickers of a balance, records of an investments page, levels of an order book's side, or
+    1 for a placed order, whatever the contender's type."""
     if isinstance(answer, bytes):
         answer = json.loads(answer)
     if isinstance(answer, txc_async.InvestmentsPage):
         return len(answer.records)
+    if isinstance(answer, schemas.OrderResponse):
+        return 1
+    if isinstance(answer, schemas.OrderbookResponse):
+        return len(answer.asks or ())
+    if isinstance(answer, dict) and "asks" in answer:
+        return len(answer["asks"])
+    if isinstance(answer, dict) and ("orderId" in answer or "order_id" in answer):
+        return 1
     if isinstance(answer, dict) and "records" in answer:
         return len(answer["records"])
     return len(answer)
@@ -349,14 +407,19 @@ class Samples:
 async def one_pass(url: str, samples: Samples, *, rounds: int, count: int, callers: int,
                    each: int, throughput_rounds: int, with_ccxt: bool) -> None:
     calls, close = await contenders(url, with_ccxt=with_ccxt)
+    sizes: dict[str, int] = {}
     try:
         for name, ops in calls.items():  # warm up connections and caches
             for operation, per_key in ops.items():
                 for call in per_key:
                     for _ in range(3):
                         answer = await call()
-                    # Every contender must get the same full answer: 5 tickers, 100 records.
-                    expected = 100 if operation == "investments_history" else 5
+                    # Every contender must get the same full answer: 5 tickers, 100 records,
+                    # an order, and as many levels as the first got (the book the sandbox's
+                    # makers quote, up to DEPTH).
+                    expected = {"investments_history": 100, "create_limit_order": 1,
+                                "main_balance": 5}.get(operation) or sizes.setdefault(
+                                    operation, answer_size(answer))
                     if answer_size(answer) != expected:
                         raise RuntimeError(f"{name} {operation}: {answer_size(answer)} items, "
                                            f"expected {expected}")
@@ -487,6 +550,8 @@ def report(loop: str, samples: Samples, names: list[str], rounds: int, count: in
     print(f"ratios, {OURS} to the lean typed client (the ceiling for typed answers):")
     for key, label in (("main_balance", "CPU per call, main_balance"),
                        ("investments_history", "CPU per call, investments_history (100)"),
+                       ("create_limit_order", "CPU per call, create_limit_order"),
+                       ("orderbook", f"CPU per call, orderbook ({DEPTH} levels)"),
                        ("throughput", f"throughput, {callers} callers")):
         if key == "throughput":
             ratio = figures[key][OURS] / figures[key][LEAN]
@@ -613,7 +678,7 @@ def main(quick: bool, json_path: Path | None = None) -> dict[str, Any]:
     conditions = {"machine": machine(), "load_before": load()}
     print(f"per-call cost against the sandbox in another process; {conditions['machine']}; "
           f"{conditions['load_before']}")
-    server = start_sandbox_process()
+    server = start_sandbox_process(trade_balances=TRADE_BALANCES)
     try:
         for number in range(passes):
             # The passes alternate between the loops too, so that drift weighs on both.

@@ -413,20 +413,21 @@ def _isort(name: str) -> tuple[int, str]:
 def render_groups(groups: list[str], header: str) -> str:
     lines = ['"""A property per documentation group, on the client: ``client.spot``, '
              "``client.market``, ...", "", header, '"""', "", "from __future__ import annotations",
-             "", "from typing import TYPE_CHECKING", "", "from .base import method_group", "",
-             "if TYPE_CHECKING:"]
+             "", "from functools import cached_property", "from typing import TYPE_CHECKING",
+             "", "if TYPE_CHECKING:"]
     for group in groups:
         lines.append(f"    from .{group} import {class_name(group)}")
     lines += ["", '__all__ = ["MethodGroups"]', "", "", "class MethodGroups:",
               '    """The client\'s typed methods of every operation, grouped as the '
-              "documentation groups", "    them; each group's module loads on its first use."
-              '"""', "", "    __slots__ = ()"]
+              "documentation groups", "    them; each group's module loads on its first use, and "
+              "the group is kept on the", "    client (a plain attribute from then on)."
+              '"""']
     for group in groups:
         cls = class_name(group)
-        lines += ["", "    @property", f"    def {group}(self) -> {cls}:",
+        lines += ["", "    @cached_property", f"    def {group}(self) -> {cls}:",
                   f'        """{TITLES.get(group, group)}."""',
                   f"        from .{group} import {cls}", "",
-                  f"        return method_group(self, {cls})"]
+                  f"        return {cls}(self)  # type: ignore[arg-type]"]
     return "\n".join(lines) + "\n"
 
 

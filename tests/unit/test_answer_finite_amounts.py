@@ -5,12 +5,16 @@ like one (a ticker "NAN", an id "Infinity-1") is read as it is."""
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from txc_async import AnswerFormatError
+from txc_async._answers.results import _spells_no_non_finite
 from txc_async._operations import (
     BALANCE,
     COLLATERAL_STOP_LIMIT,
@@ -115,3 +119,27 @@ def test_every_balance_is_checked(spelling: str) -> None:
                    "XRP": {"main_balance": spelling}})
     with pytest.raises(AnswerFormatError, match=r"XRP"):
         BALANCE.decode(body)
+
+
+@given(st.from_regex(re.compile(r"\s*[+-]?(s?nan[0-9]*|inf(inity)?)\s*", re.I), fullmatch=True),
+       st.data())
+def test_the_scan_finds_every_spelling_of_a_non_finite_decimal(spelling: str,
+                                                                data: st.DataObject) -> None:
+    # Underscores may split it anywhere Decimal allows (between two characters of its letters
+    # or digits): the answer may hold it so, and the scan must still find it.
+    core = spelling.strip()
+    cut = data.draw(st.lists(st.integers(1, max(1, len(core) - 1)), max_size=3, unique=True))
+    for at in sorted(cut, reverse=True):
+        if 0 < at < len(core) and core[at - 1].isalnum() and core[at].isalnum():
+            core = core[:at] + "_" + core[at:]
+    try:
+        value = Decimal(core)
+    except InvalidOperation:
+        return
+    assert not value.is_finite()
+    assert not _spells_no_non_finite(json.dumps({"amount": core}).encode())
+
+
+def test_the_scan_lets_an_answer_of_finite_amounts_through() -> None:
+    assert _spells_no_non_finite(b'{"amount": "1.5", "price": "30000", "id": 7}')
+    assert not _spells_no_non_finite(b'{"note": "\\u004eaN"}')

@@ -4,6 +4,7 @@ every paged operation."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from .test_whole_api import BY_NAME, GENERATED, HAND, answers_of, minimal
 
 GROUP_NAMES = sorted(
     name for name, member in vars(groups_module.MethodGroups).items()
-    if isinstance(member, property)
+    if isinstance(member, functools.cached_property)
 )
 DATE = {"Date": "Sun, 22 Nov 2026 10:00:00 GMT", "Content-Type": "application/json"}
 

@@ -64,6 +64,20 @@ def _decimal_or_beyond(text: str) -> Decimal | _Beyond:
 _decode_json = msgspec.json.Decoder(float_hook=_decimal_or_beyond).decode
 
 _Check = Callable[[Iterable[Any]], bool]
+
+
+def _spells_no_non_finite(body: bytes) -> bool:
+    """Whether ``body`` spells no non-finite Decimal: none of its spellings (``NaN``, ``sNaN``,
+    ``Inf``, ``Infinity``: ASCII letters in any case, which ``Decimal`` may split with
+    underscores, ``N_aN``) and no escape that could spell one (``\\u004eaN``). Such an
+    answer holds only finite amounts, and is not walked to check them (two scans of the bytes
+    in C, where the walk visits every amount)."""
+    if b"\\u" in body:
+        return False
+    lowered = body.lower().replace(b"_", b"")
+    return b"nan" not in lowered and b"inf" not in lowered
+
+
 _is_finite = Decimal.is_finite
 
 
@@ -93,28 +107,29 @@ def _finite_check(info: mi.Type) -> _Check | None:
             return None
         return lambda values: entry(chain.from_iterable(map(dict.values, values)))
     if isinstance(info, mi.StructType):
-        decimals: list[Callable[[Any], Any]] = []
+        names: list[str] = []
         nested: list[tuple[Callable[[Any], Any], _Check]] = []
         for field in info.fields:
             if _is_decimal(field.type):
-                decimals.append(attrgetter(field.name))
+                names.append(field.name)
                 continue
             check = _finite_check(field.type)
             if check is not None:
                 nested.append((attrgetter(field.name), check))
-        if not decimals and not nested:
+        if not names and not nested:
             return None
+        # Every Decimal field of every value in one C-level pass: ``attrgetter`` of several
+        # names gives a tuple; None (null in the answer) and zero are dropped, both finite.
+        get = attrgetter(*names) if names else None
+        many_names = len(names) > 1
 
         def each_field(values: Iterable[Any]) -> bool:
             many = values if isinstance(values, list) else list(values)
-            for get in decimals:
-                try:
-                    if not all(map(_is_finite, map(get, many))):
-                        return False
-                except TypeError:  # a None among them (null in the answer): it is finite
-                    if not all(map(_is_finite, filter(None, map(get, many)))):
-                        return False
-            return all(check(map(get, many)) for get, check in nested)
+            if get is not None:
+                found = chain.from_iterable(map(get, many)) if many_names else map(get, many)
+                if not all(map(_is_finite, filter(None, found))):
+                    return False
+            return all(check(map(field, many)) for field, check in nested)
 
         return each_field
     return None
@@ -262,7 +277,7 @@ class AnswerDecoder(Generic[W, R]):
         except _STRICT_FAILURES:
             return self._read(body, self.tolerant(body))
         finite = self._finite
-        if finite is None:
+        if finite is None or _spells_no_non_finite(body):
             return self._read(body, answer)
         if self._check_result:
             result = self._read(body, answer)

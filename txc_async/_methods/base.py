@@ -1,10 +1,10 @@
-"""What the typed methods of every group share: the group's link to its client, the client's
-one instance of each group, and the walk over an operation's pages (``iter_<name>``)."""
+"""What the typed methods of every group share: the group's link to its client and the walk over
+an operation's pages (``iter_<name>``)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .._paging import walk_offset_pages
 
@@ -12,9 +12,7 @@ if TYPE_CHECKING:
     from .._operations import Operation
     from .hand import HandMethods
 
-__all__ = ["MethodGroup", "method_group", "records_of", "walk_operation"]
-
-G = TypeVar("G", bound="MethodGroup")
+__all__ = ["MethodGroup", "records_of", "walk_operation"]
 
 #: How deep a walk goes where the documents give no bound to the offset.
 _NO_BOUND = 2**63 - 1
@@ -30,17 +28,6 @@ class MethodGroup:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self._client!r}>"
-
-
-def method_group(client: object, kind: type[G]) -> G:
-    """The client's one instance of the group ``kind``, made on first use."""
-    groups: dict[type[MethodGroup], MethodGroup] = client.__dict__.setdefault(
-        "_method_groups", {}
-    )
-    found = groups.get(kind)
-    if found is None:
-        found = groups[kind] = kind(client)  # type: ignore[arg-type]
-    return found  # type: ignore[return-value]
 
 
 def records_of(page: Any, records: str) -> Sequence[Any]:

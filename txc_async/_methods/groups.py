@@ -6,9 +6,8 @@ do not edit.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
-
-from .base import method_group
 
 if TYPE_CHECKING:
     from .codes import CodesMethods
@@ -34,125 +33,124 @@ __all__ = ["MethodGroups"]
 
 class MethodGroups:
     """The client's typed methods of every operation, grouped as the documentation groups
-    them; each group's module loads on its first use."""
+    them; each group's module loads on its first use, and the group is kept on the
+    client (a plain attribute from then on)."""
 
-    __slots__ = ()
-
-    @property
+    @cached_property
     def codes(self) -> CodesMethods:
         """WhiteBIT codes: create, apply, list."""
         from .codes import CodesMethods
 
-        return method_group(self, CodesMethods)
+        return CodesMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def collateral(self) -> CollateralMethods:
         """Collateral (margin and futures) trading: orders, positions, leverage, funding."""
         from .collateral import CollateralMethods
 
-        return method_group(self, CollateralMethods)
+        return CollateralMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def convert(self) -> ConvertMethods:
         """Convert: estimate, confirm, history."""
         from .convert import ConvertMethods
 
-        return method_group(self, ConvertMethods)
+        return ConvertMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def credit_line(self) -> CreditLineMethods:
         """Credit line."""
         from .credit_line import CreditLineMethods
 
-        return method_group(self, CreditLineMethods)
+        return CreditLineMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def deposits(self) -> DepositsMethods:
         """Deposits: addresses, fiat deposit URLs."""
         from .deposits import DepositsMethods
 
-        return method_group(self, DepositsMethods)
+        return DepositsMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def fees(self) -> FeesMethods:
         """Fees: trading and transfer fees."""
         from .fees import FeesMethods
 
-        return method_group(self, FeesMethods)
+        return FeesMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def jwt(self) -> JwtMethods:
         """JWT: the websocket token."""
         from .jwt import JwtMethods
 
-        return method_group(self, JwtMethods)
+        return JwtMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def lending(self) -> LendingMethods:
         """Lending: fixed and flex plans and investments."""
         from .lending import LendingMethods
 
-        return method_group(self, LendingMethods)
+        return LendingMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def main_account(self) -> MainAccountMethods:
         """Main account: balance, history, transfers between balances."""
         from .main_account import MainAccountMethods
 
-        return method_group(self, MainAccountMethods)
+        return MainAccountMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def market(self) -> MarketMethods:
         """Public market data: markets, tickers, order books, trades, assets, time."""
         from .market import MarketMethods
 
-        return method_group(self, MarketMethods)
+        return MarketMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def mining(self) -> MiningMethods:
         """Mining pool: accounts, rewards, hashrate, workers."""
         from .mining import MiningMethods
 
-        return method_group(self, MiningMethods)
+        return MiningMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def oauth(self) -> OauthMethods:
         """OAuth: tokens and Fast API keys."""
         from .oauth import OauthMethods
 
-        return method_group(self, OauthMethods)
+        return OauthMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def spot(self) -> SpotMethods:
         """Spot trading: orders, cancels, history, deals, kill-switch, trading balance."""
         from .spot import SpotMethods
 
-        return method_group(self, SpotMethods)
+        return SpotMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def sub_accounts(self) -> SubAccountsMethods:
         """Sub-accounts: creation, balances, transfers, API keys."""
         from .sub_accounts import SubAccountsMethods
 
-        return method_group(self, SubAccountsMethods)
+        return SubAccountsMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def transfers(self) -> TransfersMethods:
         """Transfers between balances and accounts."""
         from .transfers import TransfersMethods
 
-        return method_group(self, TransfersMethods)
+        return TransfersMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def travel_rule(self) -> TravelRuleMethods:
         """Travel rule: counterparty information."""
         from .travel_rule import TravelRuleMethods
 
-        return method_group(self, TravelRuleMethods)
+        return TravelRuleMethods(self)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def withdrawals(self) -> WithdrawalsMethods:
         """Withdrawals: crypto and fiat."""
         from .withdrawals import WithdrawalsMethods
 
-        return method_group(self, WithdrawalsMethods)
+        return WithdrawalsMethods(self)  # type: ignore[arg-type]
