@@ -212,6 +212,9 @@ class TransportError(TxcError):
 
     ``status`` is the HTTP status when an answer arrived. ``may_have_reached_server`` tells whether
     the request could have been executed (False only when it certainly was not sent).
+    ``check_first``, for a write that may have taken effect (it is never sent again), says what to
+    look for before sending it once more (its client order id among the market's orders, the
+    history a transfer shows in); the message ends with it.
     """
 
     def __init__(
@@ -224,12 +227,15 @@ class TransportError(TxcError):
         self.status = status
         self.message = message
         self.may_have_reached_server = may_have_reached_server
+        self.check_first: str | None = None
         super().__init__(message)
 
     def _describe(self) -> str:
-        if self.status is not None:
-            return f"{self.message} (HTTP {self.status})"
-        return self.message
+        text = self.message if self.status is None else f"{self.message} (HTTP {self.status})"
+        if self.check_first:
+            text += (f"; the write may have taken effect and was not sent again: "
+                     f"{self.check_first}")
+        return text
 
     def __repr__(self) -> str:
         return (

@@ -17,6 +17,7 @@ from .._limiters.base import Admission, Limiter, Outcome, RateLimit
 from .._nonces.clock import ServerClock
 from .._nonces.sources import NonceClock, nonce_refusal_error
 from .._operations import PING, Auth, Operation
+from .._operations.lost_writes import what_to_check
 from .._retry import RetryPolicy
 from .._signing import Signer
 from .._stats import ClientStats
@@ -229,6 +230,11 @@ class Pipeline:
                 return result
         except TxcError as exc:
             exc._attach_operation(op.name)
+            if (
+                isinstance(exc, TransportError) and exc.may_have_reached_server
+                and not op.retry_safe and exc.check_first is None
+            ):
+                exc.check_first = what_to_check(op, params)
             mask_carried_secrets(exc, op, params, state.headers if signed else None)
             raise
         except asyncio.CancelledError:
