@@ -149,3 +149,10 @@ def test_the_client_reference_shows_the_constructor_one_parameter_a_line(site: P
     shown = [found.group(1) for line in lines[1:-1]
              if (found := re.match(r"^    (\w+)(:| =)", line))]
     assert shown == list(inspect.signature(txc_async.Client).parameters)
+
+
+def test_the_readme_and_the_home_page_say_how_to_view_the_built_site() -> None:
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        text = page.read_text()
+        assert "make docs-serve" in text, page
+        assert "python3 -m http.server -d site" in text, page
