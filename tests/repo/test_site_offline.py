@@ -292,3 +292,47 @@ def test_every_diagram_is_drawn_as_svg_in_a_browser_without_a_network(
             elsewhere = [url for url in requested
                          if not url.startswith((base, "data:", "blob:", "about:"))]
             assert elsewhere == [], f"{page} asked other hosts for {elsewhere}"
+
+
+async def _chart_sizes(devtools_port: int, url: str, width: int) -> list[list[Any]]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        async with session.put(f"http://127.0.0.1:{devtools_port}/json/new?about:blank") as made:
+            target = await made.json(content_type=None)
+        async with session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as socket:
+            tools = _DevTools(socket)
+            await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=900,
+                             deviceScaleFactor=1, mobile=False)
+            await tools.call("Page.enable")
+            await tools.call("Page.navigate", url=url)
+            expression = (
+                "[...document.querySelectorAll('article img')].filter(i => i.complete)"
+                ".map(i => [i.getAttribute('src'), i.naturalWidth,"
+                " i.getBoundingClientRect().width])")
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            sizes: list[list[Any]] = []
+            while loop.time() < deadline:
+                answer = await tools.call("Runtime.evaluate", expression=expression,
+                                          returnByValue=True)
+                sizes = answer["result"]["value"]
+                if tools.loaded.is_set() and sizes:
+                    break
+                await asyncio.sleep(0.25)
+            return sizes
+
+
+@pytest.mark.slow
+def test_the_performance_charts_are_shown_at_their_own_size(site: Path, tmp_path: Path) -> None:
+    """On a screen 1024 px wide or wider, the page shows each chart at its own size, so that
+    its text is the size the chart gives it (tests/repo/test_chart.py: 11 px or more)."""
+    binary = _chromium()
+    charts = re.findall(r"\]\((assets/[\w-]+\.svg)\)", (DOCS / "performance.md").read_text())
+    assert len(charts) >= 3
+    with _serve(site) as base, _browser(binary, tmp_path / "profile") as port:
+        for width in (1024, 1280, 1920):
+            sizes = asyncio.run(_chart_sizes(port, base + "performance/", width))
+            assert sorted(src.removeprefix("../") for src, _, _ in sizes) == sorted(charts)
+            for src, natural, shown in sizes:
+                assert abs(shown - natural) < 1, f"{src} at {width} px: {shown} of {natural} px"
