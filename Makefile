@@ -3,13 +3,16 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Each stamp says what .venv holds; the development one implies the other, so `make test` after
-# `make demo` adds the tools to the same environment and `make demo` after `make test` installs
-# nothing.
+# Each stamp says what .venv holds; the development one implies the others, so `make test` after
+# `make demo` adds the tools to the same environment and `make demo` or `make docs` after
+# `make test` installs nothing.
 INSTALLED := $(VENV)/.installed-project
+DOCS_INSTALLED := $(VENV)/.installed-docs
 DEV_INSTALLED := $(VENV)/.installed-dev
+# Where `make docs-serve` serves the site.
+DOCS_ADDRESS ?= 127.0.0.1:8000
 
-.PHONY: test demo lint docs bench soak clean generate
+.PHONY: test demo lint docs docs-serve charts bench soak clean generate
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +20,13 @@ $(INSTALLED): pyproject.toml
 	$(PY) -m pip install -q -e .
 	touch $(INSTALLED)
 
+$(DOCS_INSTALLED): $(INSTALLED)
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $(DOCS_INSTALLED)
+
 $(DEV_INSTALLED): $(INSTALLED)
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $(DEV_INSTALLED)
+	touch $(DEV_INSTALLED) $(DOCS_INSTALLED)
 
 ## make test: the test suite (unit tests, sandbox integration tests, Redis tests), run once on
 ## asyncio's own event loop and once on uvloop
@@ -38,13 +45,27 @@ lint: $(DEV_INSTALLED)
 	$(VENV)/bin/ruff check .
 
 ## make docs: the documentation site (guides, explanations and the API reference built from the
-## docstrings) into site/, offline; a broken link or reference fails the build. The performance
-## page's charts are drawn first from the benchmarks' figures in benchmarks/results/.
+## docstrings) into site/, a static site that needs no network to be viewed (open it with
+## `make docs-serve`, or `python3 -m http.server -d site` after the build); a broken link or
+## reference fails the build. It installs the docs extra only (mkdocs-material, mkdocstrings),
+## and puts the pinned Mermaid release the site serves into docs/assets/javascripts/, fetched once
+## from the npm registry and checked against its SHA-256 (sitebuild/mermaid.py).
 ## NO_MKDOCS_2_WARNING: mkdocs-material's notice of its end of life (May 2027), printed on every
 ## build, is not a warning about this site.
-docs: $(DEV_INSTALLED)
-	$(PY) benchmarks/chart.py
+docs: $(DOCS_INSTALLED)
+	$(PY) sitebuild/mermaid.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+## make docs-serve: the site on http://127.0.0.1:8000/, rebuilt when a page changes
+## (DOCS_ADDRESS=host:port to serve elsewhere)
+docs-serve: $(DOCS_INSTALLED)
+	$(PY) sitebuild/mermaid.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDRESS)
+
+## make charts: draw the performance page's charts and tables again from the recorded runs in
+## benchmarks/results/ (matplotlib, from the dev extra); commit what changed with them
+charts: $(DEV_INSTALLED)
+	$(PY) benchmarks/chart.py
 
 ## make bench: every benchmark, printing figures and ratios against baselines of the same run
 bench: $(DEV_INSTALLED)

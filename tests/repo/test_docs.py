@@ -5,12 +5,12 @@ builds it."""
 
 from __future__ import annotations
 
+import html
 import importlib
-import os
+import inspect
 import pkgutil
 import re
-import subprocess
-import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -91,19 +91,6 @@ def test_the_client_properties_are_documented(package: griffe.Module) -> None:
         assert client[name].has_docstring, name
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site, built as ``make docs`` builds it, into a temporary directory."""
-    out = tmp_path_factory.mktemp("site")
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
-    assert built.returncode == 0, f"mkdocs build --strict failed\n{built.stdout}\n{built.stderr}"
-    return out
-
-
 def test_the_site_builds_strictly_with_every_public_name_in_the_reference(site: Path) -> None:
     anchors = set()
     for page in (site / "reference").rglob("*.html"):
@@ -116,8 +103,56 @@ def test_the_site_builds_strictly_with_every_public_name_in_the_reference(site: 
     assert "txc_async.Client.from_env" in anchors
 
 
-def test_make_docs_builds_the_site_strictly() -> None:
-    recipe = re.search(r"^docs:.*?(?=^\S|\Z)", (ROOT / "Makefile").read_text(), re.M | re.S)
-    assert recipe is not None
-    assert "mkdocs build --strict" in recipe.group(0)
-    assert "$(DEV_INSTALLED)" in recipe.group(0).splitlines()[0]
+def _recipe(target: str) -> str:
+    recipe = re.search(rf"^{re.escape(target)}:.*?(?=^\S|\Z)", (ROOT / "Makefile").read_text(),
+                       re.M | re.S)
+    assert recipe is not None, target
+    return recipe.group(0)
+
+
+def test_make_docs_builds_the_site_strictly_with_the_docs_extra_alone() -> None:
+    recipe = _recipe("docs")
+    assert "mkdocs build --strict" in recipe
+    assert "$(DOCS_INSTALLED)" in recipe.splitlines()[0]
+    assert "pip install -q -e '.[docs]'" in _recipe("$(DOCS_INSTALLED)")
+
+
+def test_make_docs_serve_serves_the_site_on_the_loopback() -> None:
+    recipe = _recipe("docs-serve")
+    assert "mkdocs serve --dev-addr $(DOCS_ADDRESS)" in recipe
+    assert re.search(r"^DOCS_ADDRESS \?= 127\.0\.0\.1:\d+$", (ROOT / "Makefile").read_text(), re.M)
+
+
+def _extras() -> dict[str, list[str]]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    return extras
+
+
+def test_the_docs_extra_is_what_the_site_needs_and_nothing_heavier() -> None:
+    extras = _extras()
+    names = {re.split(r"[\[<>=!~ ]", requirement)[0].lower() for requirement in extras["docs"]}
+    assert names == {"mkdocs-material", "mkdocstrings", "ruff"}
+    # The dev extra (make test, make lint) builds the site in the tests as make docs does.
+    assert "txc_async[docs]" in extras["dev"]
+
+
+def test_the_client_reference_shows_the_constructor_one_parameter_a_line(site: Path) -> None:
+    page = (site / "reference" / "client" / "index.html").read_text()
+    heading = page.index('id="txc_async.Client"')
+    signature = re.search(r'<div class="doc-signature[^"]*">(.*?)</div>', page[heading:], re.S)
+    assert signature is not None, "the Client page has no signature"
+    lines = [line for line in html.unescape(re.sub(r"<[^>]+>", "", signature.group(1)))
+             .splitlines() if line.strip()]
+    assert lines[0] == "Client(" and lines[-1] == ")"
+    # One parameter a line, four spaces in; a long annotation goes on below its parameter.
+    shown = [found.group(1) for line in lines[1:-1]
+             if (found := re.match(r"^    (\w+)(:| =)", line))]
+    assert shown == list(inspect.signature(txc_async.Client).parameters)
+
+
+def test_the_readme_and_the_home_page_say_how_to_view_the_built_site() -> None:
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        text = page.read_text()
+        assert "make docs-serve" in text, page
+        assert "python3 -m http.server -d site" in text, page

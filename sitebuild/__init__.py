@@ -1,0 +1,1 @@
+"""What builds the documentation site beyond mkdocs itself."""
