@@ -16,11 +16,10 @@ import re
 import secrets
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
-from urllib.parse import parse_qs
 
 import msgspec
 from aiohttp import web
@@ -28,6 +27,14 @@ from aiohttp import web
 from .._limiters.base import RateLimit
 from ._data import InvestmentBook, RewardBook, mix
 from ._exchange import Exchange, ExchangeSimulation
+from ._faults import (
+    ANSWER_FAULTS,
+    DECIMAL_FIELDS,
+    FAULT_KINDS,
+    FaultPlan,
+    changed_answer,
+    fault_answer,
+)
 from ._simulation import UNHANDLED, Simulation, SimulationError
 from ._table import (
     DOCUMENTED,
@@ -37,11 +44,21 @@ from ._table import (
     SERVICE_RATE_LIMITS,
     Documented,
     Refusal,
-    Where,
-    template_of,
+)
+from ._wire import (
+    HTML_429,
+    TEXT,
+    TEXT_FORM,
+    decode,
+    form,
+    json_body,
+    json_response,
+    validation,
 )
 
 __all__ = [
+    # Defined elsewhere in the sandbox, importable from here as before.
+    "ANSWER_FAULTS", "DECIMAL_FIELDS",
     "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "SERVICE_GROUP_LIMITS", "SERVICE_RATE_LIMITS",
     "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
 ]
@@ -50,29 +67,6 @@ __all__ = [
 #: whitebit-exchange/docs, 2026), ``"spec"`` in the shapes of the API's first specification.
 Dialect = Literal["live", "spec"]
 
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
-
-FAULT_KINDS = frozenset({
-    "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",
-    "rate_limit_429", "nonce_429", "throttle", "validation_failed", "error_200", "empty_404",
-    "oto_empty_leg", "unlisted_status", "non_finite", "oversized", "malformed_http",
-})
-#: Faults whose answer takes a status (400 or 422).
-_STATUS_FAULTS = frozenset({"throttle", "validation_failed"})
-#: Faults that let the operation run and then change its success answer.
-ANSWER_FAULTS = frozenset({"oto_empty_leg", "unlisted_status", "non_finite", "oversized"})
-#: Answer fields that hold decimal amounts (the "non_finite" fault replaces them).
-DECIMAL_FIELDS = frozenset({
-    "amount", "price", "activation_price", "deal_money", "deal_stock", "left", "deal_fee",
-    "dealMoney", "dealStock", "dealFee",
-    "stopLoss", "takeProfit", "main_balance", "interestPaid", "percent", "interestRatio",
-    "minInvestment", "maxInvestment", "maxPossibleInvestment", "totalReward", "reward", "fee",
-    "fppsRate",
-})
-_MALFORMED_HTTP = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nBroken header line\r\n\r\n{}"
-)
 _BY_NAME = {op.name: op for op in DOCUMENTED}
 MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
 MIN_ORDER_AMOUNT = Decimal("0.0001")
@@ -96,100 +90,9 @@ _LIVE_ORDER_FIELDS = {"order_id": "orderId", "client_order_id": "clientOrderId",
 _LIVE_ORDER_STATES = ("FILLED", "PARTIALLY_FILLED", "CANCELED")
 #: The fee on the money dealt of a filled order.
 _TAKER_FEE = Decimal("0.001")
-_HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
-#: Where the parameters of a request arrive as text: a path and a query string always, a form
-#: body too.
-_TEXT: frozenset[Where] = frozenset({"path", "query"})
-_TEXT_FORM: frozenset[Where] = frozenset({"path", "query", "body"})
 #: The fields of a signed body that sign it rather than ask anything.
 _SIGNING = frozenset({"request", "nonce", "nonceWindow"})
 JWT_LIFETIME = 3600
-
-
-@dataclass(slots=True)
-class _Fault:
-    kind: str
-    delay: float
-    retry_after: float | None
-    execute: bool
-    value: Any = None
-    size: int = 0
-    status: int | None = None
-
-
-class FaultPlan:
-    """Faults queued per path; each applies to one request that reaches the path."""
-
-    def __init__(self) -> None:
-        self._queued: dict[str, deque[_Fault]] = {}
-
-    def add(
-        self,
-        path: str,
-        kind: str,
-        *,
-        times: int = 1,
-        delay: float = 0.0,
-        retry_after: float | None = None,
-        execute: bool = False,
-        value: Any = None,
-        size: int = 16 * 1024 * 1024,
-        status: int | None = None,
-    ) -> None:
-        """Apply fault ``kind`` to the next ``times`` requests to ``path``: any documented
-        operation's path; for a path with parameters, either the documented one
-        (``/api/v4/public/orderbook/{market}``: every market) or one request path
-        (``/api/v4/public/orderbook/BTC_USDT``: that market only, before the documented one's).
-
-        ``throttle`` ("Too Many Attempts.", code 0) and ``validation_failed`` (the order
-        refusal the API's first specification shows: code 30, "Validation failed", no field errors)
-        answer with ``status``: 400 or 422, which the service uses (default 400 and 422).
-
-        With ``execute=True`` the operation runs before the fault replaces its answer, as when
-        a proxy fails after the service did the work. The answer faults always run the
-        operation, then change its success answer (a refusal goes out unchanged):
-
-        - ``oto_empty_leg``: the order's OTO legs that were not given read ``value``
-          (default ``""``), as the exchange answers a one-leg stop-loss or take-profit;
-        - ``unlisted_status``: the order's status reads ``value`` (default ``"ACTIVATING"``);
-          investments and their plans get status ``value`` (default 9);
-        - ``non_finite``: every decimal amount of the answer reads ``value`` (default ``"NaN"``);
-        - ``oversized``: the answer is padded with spaces to ``size`` bytes and streamed in
-          chunks, without a Content-Length.
-
-        ``malformed_http`` answers bytes that are not valid HTTP, then closes the connection.
-        """
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"kind: must be one of {', '.join(sorted(FAULT_KINDS))}")
-        if template_of(path) is None:
-            raise ValueError(
-                f"path: {path!r} is no documented operation's path (PATH_SCOPES lists them)"
-            )
-        if status is not None and (kind not in _STATUS_FAULTS or status not in (400, 422)):
-            raise ValueError(
-                f"status: only {' and '.join(sorted(_STATUS_FAULTS))} take one, 400 or 422"
-            )
-        queue = self._queued.setdefault(path, deque())
-        execute = execute or kind in ANSWER_FAULTS
-        for _ in range(times):
-            queue.append(_Fault(kind, delay, retry_after, execute, value, size, status))
-
-    def clear(self) -> None:
-        """Drop every fault still queued."""
-        self._queued.clear()
-
-    def pending(self, path: str) -> int:
-        """How many queued faults still wait for a request to ``path``."""
-        return len(self._queued.get(path, ()))
-
-    def take(self, path: str, template: str | None = None) -> _Fault | None:
-        """The next fault queued for ``path``, else for its documented path ``template``,
-        removed from the queue (None when there is none); the sandbox calls this for every
-        request that reaches ``path``."""
-        queue = self._queued.get(path)
-        if not queue and template is not None and template != path:
-            queue = self._queued.get(template)
-        return queue.popleft() if queue else None
 
 
 @dataclass(slots=True)
@@ -236,10 +139,6 @@ class SandboxStats:
         self.orders.clear()
 
 
-#: An answer other than success, raised from inside an operation.
-_Refusal = Refusal
-
-
 def over_limit(window: deque[float], limit: RateLimit, now: float) -> bool:
     """A strict sliding window: whether a request arriving ``now`` is over ``limit``, given the
     arrival times in ``window`` that were not refused (the request is added when it is not)."""
@@ -255,16 +154,6 @@ def _full(window: deque[float], limit: RateLimit, now: float) -> bool:
     while window and window[0] <= now - limit.per_seconds:
         window.popleft()
     return len(window) >= limit.max_requests
-
-
-def _validation(status: int, code: int, message: str, errors: Mapping[str, list[str]]) -> _Refusal:
-    return _Refusal(status, {"code": code, "message": message, "errors": dict(errors)})
-
-
-def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(
-        status=status, body=_encode(body), content_type="application/json", headers=headers
-    )
 
 
 @dataclass(slots=True)
@@ -288,25 +177,6 @@ _Own = Callable[[_Key | None, dict[str, Any], bytes, float], Any]
 def _signer(key: _Key | None) -> _Key:
     assert key is not None, "a signed operation has the key that signed it"
     return key
-
-
-def _form(body: bytes) -> dict[str, Any]:
-    """A form body's fields (the first value of each)."""
-    try:
-        pairs = parse_qs(body.decode(), keep_blank_values=True)
-    except UnicodeDecodeError:
-        return {}
-    return {name: values[0] for name, values in pairs.items()}
-
-
-def _json_body(body: bytes) -> dict[str, Any]:
-    try:
-        params = _decode(body)
-    except msgspec.DecodeError:
-        raise _validation(400, 0, "Invalid JSON body", {}) from None
-    if not isinstance(params, dict):
-        raise _validation(400, 0, "Invalid JSON body", {})
-    return params
 
 
 class Sandbox:
@@ -580,7 +450,7 @@ class Sandbox:
         if full:
             stats.rate_limited += 1
             stats.refused.update(full)
-            return web.Response(status=429, body=_HTML_429, content_type="text/html")
+            return web.Response(status=429, body=HTML_429, content_type="text/html")
         body = await request.read()
         fault = self.faults.take(path, op.path)
         if fault is not None and fault.kind in ("slow", "late"):
@@ -592,12 +462,12 @@ class Sandbox:
             fault = None
         if fault is not None and not fault.execute:
             stats.faults_served += 1
-            return self._fault_answer(request, fault)
+            return fault_answer(request, fault)
         answer: Any = None
         try:
             answer = self._operate(op, request, body, now + float(self.clock_offset))
-        except _Refusal as refusal:
-            response = _json(refusal.status, refusal.body)
+        except Refusal as refusal:
+            response = json_response(refusal.status, refusal.body)
         else:
             stats.executed[path] += 1
             response = self._answer(op, answer)
@@ -606,53 +476,10 @@ class Sandbox:
                 if response.status >= 300:
                     return response
                 stats.faults_served += 1
-                return _changed_answer(fault, answer, op.status)
+                return changed_answer(fault, answer, op.status)
             stats.faults_served += 1
-            return self._fault_answer(request, fault)
+            return fault_answer(request, fault)
         return response
-
-    def _fault_answer(self, request: web.Request, fault: _Fault) -> web.Response:
-        kind = fault.kind
-        if kind == "malformed_http":
-            transport = request.transport
-            if transport is not None:
-                transport.write(_MALFORMED_HTTP)
-                transport.close()
-            return web.Response(status=500)
-        if kind == "reset":
-            transport = request.transport
-            if transport is not None:
-                transport.abort()
-            return web.Response(status=500)
-        if kind == "html_502":
-            return web.Response(status=502, body=b"<html><body>502 Bad Gateway</body></html>",
-                                content_type="text/html")
-        if kind == "json_503":
-            return _json(503, {"code": 503, "message": "Service unavailable"})
-        if kind == "text_503":
-            return web.Response(status=503, text="Service is under maintenance")
-        if kind == "json_500":
-            return _json(500, {"error": ["Internal server error."]})
-        if kind == "malformed_json":
-            return web.Response(status=200, body=b'{"offset": 0, "data": [{"mining',
-                                content_type="application/json")
-        if kind == "rate_limit_429":
-            headers = {}
-            if fault.retry_after is not None:
-                headers["Retry-After"] = f"{fault.retry_after:g}"
-            return web.Response(status=429, body=_HTML_429, content_type="text/html",
-                                headers=headers)
-        if kind == "nonce_429":
-            return _json(429, {"code": 0, "message": "Too many requests.", "errors": {}})
-        if kind == "throttle":
-            return _json(fault.status or 400,
-                         {"code": 0, "message": "Too Many Attempts.", "errors": {}})
-        if kind == "validation_failed":
-            return _json(fault.status or 422,
-                         {"code": 30, "message": "Validation failed", "errors": {}})
-        if kind == "error_200":
-            return _json(200, {"success": False, "message": "Service error", "result": None})
-        return web.Response(status=404)  # empty_404
 
     @staticmethod
     def _answer(op: Documented, answer: Any) -> web.Response:
@@ -663,7 +490,7 @@ class Sandbox:
                 return web.Response(status=op.status)
             return web.Response(status=op.status, body=op.answer_bytes,
                                 content_type="application/json")
-        return _json(op.status, answer)
+        return json_response(op.status, answer)
 
     def _operate(self, op: Documented, request: web.Request, body: bytes, now: float) -> Any:
         """The answer to one request of ``op`` once admitted: authenticated, then answered by a
@@ -672,12 +499,12 @@ class Sandbox:
         key, params = self._authenticated(op, request, body, now)
         own = self._own.get(op.name)
         if self.simulations:
-            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+            op.check(params, TEXT_FORM if op.auth == "form" else TEXT)
             answer = self._simulated(self.simulations, op, key, params, now)
             if answer is not UNHANDLED:
                 return answer
         elif own is None:
-            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+            op.check(params, TEXT_FORM if op.auth == "form" else TEXT)
         if own is not None:
             return own(key, params, body, now)
         # The exchange (trading, balances between accounts, market data), after the
@@ -698,7 +525,7 @@ class Sandbox:
             try:
                 answer = simulation.answer(op.method, op.path, account, given, now)
             except SimulationError as refusal:
-                raise _Refusal(refusal.status, refusal.body) from None
+                raise Refusal(refusal.status, refusal.body) from None
             if answer is not UNHANDLED:
                 return answer
         return UNHANDLED
@@ -733,11 +560,11 @@ class Sandbox:
         if auth == "signed":
             key, params = self._authenticate(request, request.path, body, now)
         elif auth == "form":
-            params = _form(body)
+            params = form(body)
         else:
             if auth != "none":
                 self._check_token(op, request, now)
-            params = _json_body(body) if body else {}
+            params = json_body(body) if body else {}
         if request.query:
             params = {**request.query, **params}
         if request.match_info:
@@ -759,12 +586,12 @@ class Sandbox:
         if expires is None or expires < now:
             self.stats.auth_failed += 1
             body = op.error_body(401)
-            raise _Refusal(401, body if body is not None else {"data": {"message": [
+            raise Refusal(401, body if body is not None else {"data": {"message": [
                 "Unauthorized."]}})
 
-    def _auth_failure(self, message: str) -> _Refusal:
+    def _auth_failure(self, message: str) -> Refusal:
         self.stats.auth_failed += 1
-        return _validation(401, 0, message, {})
+        return validation(401, 0, message, {})
 
     def _authenticate(
         self, request: web.Request, path: str, body: bytes, now: float
@@ -783,11 +610,11 @@ class Sandbox:
         if not hmac.compare_digest(expected, headers.get("X-TXC-SIGNATURE", "")):
             raise self._auth_failure("Invalid signature")
         try:
-            params = _decode(body)
+            params = decode(body)
         except msgspec.DecodeError:
-            raise _validation(400, 0, "Invalid JSON body", {}) from None
+            raise validation(400, 0, "Invalid JSON body", {}) from None
         if not isinstance(params, dict):
-            raise _validation(400, 0, "Invalid JSON body", {})
+            raise validation(400, 0, "Invalid JSON body", {})
         if params.get("request") != path:
             raise self._auth_failure("Invalid request: the request field must equal the path")
         self._check_nonce(key, params, now)
@@ -799,17 +626,17 @@ class Sandbox:
         # scripts' digits, which Python's int() would take, are not).
         nonce = int(raw) if isinstance(raw, str) and _DIGITS.fullmatch(raw) else None
         if nonce is None:
-            raise _validation(400, 0, "Validation failed", {"nonce": ["The nonce is required."]})
+            raise validation(400, 0, "Validation failed", {"nonce": ["The nonce is required."]})
         if params.get("nonceWindow") is True:
             now_ms = int(now * 1000)
             if abs(nonce - now_ms) > NONCE_WINDOW_MS:
                 self.stats.nonce_refused += 1
-                raise _validation(
+                raise validation(
                     429, 0, "Your nonce is more than 5 seconds lesser than the current nonce", {}
                 )
             if nonce in key.used_nonces:
                 self.stats.nonce_refused += 1
-                raise _validation(429, 0, "Too many requests.", {})
+                raise validation(429, 0, "Too many requests.", {})
             key.used_nonces.add(nonce)
             key.nonce_order.append(nonce)
             # Nonces older than the window are refused by the window check; forget them.
@@ -818,7 +645,7 @@ class Sandbox:
         else:
             if nonce <= key.last_nonce:
                 self.stats.nonce_refused += 1
-                raise _validation(429, 0, "Too many requests.", {})
+                raise validation(429, 0, "Too many requests.", {})
             key.last_nonce = nonce
 
     # -- operations -------------------------------------------------------------------------
@@ -831,7 +658,7 @@ class Sandbox:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise _validation(400, 0, "Validation failed",
+            raise validation(400, 0, "Validation failed",
                               {name: [f"The {name} must be between {low} and {high}."]})
         return value
 
@@ -842,9 +669,9 @@ class Sandbox:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
-                raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
+                raise Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
         if start is not None and end is not None and start > end:
-            raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
+            raise Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
         return start, end
 
     def _balance(self, params: dict[str, Any]) -> Any:
@@ -852,7 +679,7 @@ class Sandbox:
             return self.balance
         ticker = params["ticker"]
         if not isinstance(ticker, str):
-            raise _validation(422, 0, "Validation failed", {"ticker": ["validation.string"]})
+            raise validation(422, 0, "Validation failed", {"ticker": ["validation.string"]})
         # An unknown ticker is a zero balance, not an error.
         return self.balance.get(ticker.upper(), {"main_balance": "0"})
 
@@ -864,7 +691,7 @@ class Sandbox:
         limit = min(limit, self.max_page)
         account = params.get("account")
         if account is not None and not isinstance(account, str):
-            raise _validation(400, 0, "Validation failed",
+            raise validation(400, 0, "Validation failed",
                               {"account": ["The account must be a string."]})
         return {
             "offset": offset,
@@ -877,21 +704,21 @@ class Sandbox:
         interval = params.get("interval", "1h")
         step = _INTERVALS.get(interval) if isinstance(interval, str) else None
         if step is None:
-            raise _validation(400, 0, "Validation failed",
+            raise validation(400, 0, "Validation failed",
                               {"interval": ["The selected interval is invalid."]})
         account = params.get("account")
         if account is not None and not isinstance(account, str):
-            raise _validation(400, 0, "Validation failed",
+            raise validation(400, 0, "Validation failed",
                               {"account": ["The account must be a string."]})
         live = self.dialect == "live"
         if live:
             if account is None:
-                raise _validation(400, 0, "Validation failed",
+                raise validation(400, 0, "Validation failed",
                                   {"account": ["The account field is required."]})
             if account in self._disabled_accounts:
                 return {"data": []}
             if account not in self.rewards.index and account not in self._created_accounts:
-                raise _validation(400, 0, "Validation failed", {"account": ["Account not found"]})
+                raise validation(400, 0, "Validation failed", {"account": ["Account not found"]})
         end = int(now) if end is None else end
         start = end - 86400 if start is None else start
         first = -(-start // step) * step
@@ -913,7 +740,7 @@ class Sandbox:
 
     def _investments(self, key: _Key, params: dict[str, Any]) -> Any:
         if not key.b2b:
-            raise _validation(403, 0, "This API key has no access to B2B lending", {})
+            raise validation(403, 0, "This API key has no access to B2B lending", {})
         errors: dict[str, list[str]] = {}
         ident, ticker, status = params.get("id"), params.get("ticker"), params.get("status")
         if ident is not None and not isinstance(ident, str):
@@ -923,7 +750,7 @@ class Sandbox:
         if status is not None and (isinstance(status, bool) or status not in (1, 2)):
             errors["status"] = ["The selected status is invalid."]
         if errors:
-            raise _validation(400, 0, "Validation failed", errors)
+            raise validation(400, 0, "Validation failed", errors)
         limit = self._int_param(params, "limit", 1, 100, 100)
         offset = self._int_param(params, "offset", 0, 10000, 0)
         assert limit is not None and offset is not None
@@ -978,12 +805,12 @@ class Sandbox:
             if not isinstance(stp, str) or stp not in _STP:
                 errors["stp"] = ["The selected stp is invalid."]
         if errors:
-            raise _validation(422, 30, "Request validation failed", errors)
+            raise validation(422, 30, "Request validation failed", errors)
         if reduce_only and ("stopLoss" in params or "takeProfit" in params):
-            raise _validation(400, 30, "Validation failed", {"reduceOnly": [
+            raise validation(400, 30, "Validation failed", {"reduceOnly": [
                 "A reduce-only order cannot have stopLoss or takeProfit."]})
         if amounts["amount"] < MIN_ORDER_AMOUNT:
-            raise _validation(400, 32, "Inner validation failed",
+            raise validation(400, 32, "Inner validation failed",
                               {"amount": [f"Amount must be at least {MIN_ORDER_AMOUNT}."]})
         # Unique among the account's open orders on the market (the sandbox's orders stay
         # open): another market may reuse it.
@@ -992,7 +819,7 @@ class Sandbox:
         else:
             placed = (str(market), str(client_id))
             if placed in key.client_order_ids:
-                raise _validation(400, 36 if live else 31, "Inner validation failed",
+                raise validation(400, 36 if live else 31, "Inner validation failed",
                                   {id_field: ["This client order id is already used."]})
             key.client_order_ids.add(placed)
         self._next_order_id += 1
@@ -1059,7 +886,7 @@ class Sandbox:
         if referral is not None and (not isinstance(referral, str) or len(referral) > 50):
             errors["referralCode"] = ["The referral code may not be greater than 50 characters."]
         if errors:
-            raise _validation(400, 0, "Validation failed", errors)
+            raise validation(400, 0, "Validation failed", errors)
         assert isinstance(name, str)
         self._created_accounts[name] = int(now)
         return {"data": {"name": name, "createdAt": int(now)}}
@@ -1072,17 +899,17 @@ class Sandbox:
         return token
 
     def _refresh(self, body: bytes, now: float) -> Any:
-        form = _form(body)
+        fields = form(body)
         if (
-            form.get("client_id") != self.oauth_client_id
-            or not hmac.compare_digest(form.get("client_secret", ""), self.oauth_client_secret)
+            fields.get("client_id") != self.oauth_client_id
+            or not hmac.compare_digest(fields.get("client_secret", ""), self.oauth_client_secret)
         ):
             self.stats.auth_failed += 1
-            raise _Refusal(401, {"data": {"client_id": ["Invalid client."]}})
-        token = form.get("token", "")
+            raise Refusal(401, {"data": {"client_id": ["Invalid client."]}})
+        token = fields.get("token", "")
         expires = self._refresh_tokens.pop(token, None)
         if expires is None or expires < now:
-            raise _Refusal(400, {"data": {"token": ["Invalid token."]}})
+            raise Refusal(400, {"data": {"token": ["Invalid token."]}})
         self.oauth_refresh_token = self._issue_refresh_token()
         return {"data": {
             "access_token": self._issue_access_token(now),
@@ -1101,7 +928,7 @@ class Sandbox:
         """``/oauth2/token``: the application's credentials and the authorization code the
         sandbox handed out (``oauth_code``, good once) for an access and a refresh token."""
         op = _BY_NAME["oauth2_token"]
-        op.check(params, _TEXT_FORM)
+        op.check(params, TEXT_FORM)
         if (
             params.get("client_id") != self.oauth_client_id
             or not hmac.compare_digest(str(params.get("client_secret", "")),
@@ -1109,7 +936,7 @@ class Sandbox:
             or not hmac.compare_digest(str(params.get("code", "")), self.oauth_code)
         ):
             self.stats.auth_failed += 1
-            raise _Refusal(401, op.error_body(401))
+            raise Refusal(401, op.error_body(401))
         self.oauth_code = secrets.token_urlsafe(16)
         self.oauth_refresh_token = self._issue_refresh_token()
         return {"data": {
@@ -1133,57 +960,6 @@ def _plain(amount: Decimal) -> str:
     """An amount as the service writes one: plain notation, no trailing zeros."""
     text = format(amount, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _changed_answer(fault: _Fault, answer: Any, http_status: int) -> web.Response:
-    """The success answer ``answer`` (of ``http_status``) as an answer fault changes it."""
-    kind = fault.kind
-    if kind == "oversized":
-        return _padded(_encode(answer), fault.size, http_status)
-    answer = msgspec.json.decode(_encode(answer))  # a copy: the sandbox's records stay intact
-    if kind == "oto_empty_leg":
-        oto = answer.get("oto") if isinstance(answer, dict) else None
-        if isinstance(oto, dict):
-            for leg in ("stopLoss", "takeProfit"):
-                oto.setdefault(leg, "" if fault.value is None else fault.value)
-    elif kind == "unlisted_status":
-        if isinstance(answer, dict) and isinstance(answer.get("records"), list):
-            status = 9 if fault.value is None else fault.value
-            for record in answer["records"]:
-                record["status"] = status
-                record["plan"]["status"] = status
-        elif isinstance(answer, dict) and "status" in answer:
-            answer["status"] = "ACTIVATING" if fault.value is None else fault.value
-    else:  # non_finite
-        _replace_decimals(answer, "NaN" if fault.value is None else fault.value)
-    return _json(http_status, answer)
-
-
-def _replace_decimals(data: Any, value: Any) -> None:
-    if isinstance(data, dict):
-        for key, item in data.items():
-            if key in DECIMAL_FIELDS and isinstance(item, str):
-                data[key] = value
-            else:
-                _replace_decimals(item, value)
-    elif isinstance(data, list):
-        for item in data:
-            _replace_decimals(item, value)
-
-
-def _padded(body: bytes, size: int, status: int) -> web.Response:
-    """``body`` followed by spaces up to ``size`` bytes, streamed without a Content-Length."""
-
-    async def chunks() -> AsyncIterator[bytes]:
-        yield body
-        left = size - len(body)
-        block = b" " * (256 * 1024)
-        while left > 0:
-            piece = block if left >= len(block) else block[:left]
-            left -= len(piece)
-            yield piece
-
-    return web.Response(status=status, body=chunks(), content_type="application/json")
 
 
 async def serve(port: int, host: str = "127.0.0.1", **kwargs: Any) -> None:
