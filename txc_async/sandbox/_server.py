@@ -7,17 +7,11 @@ plugged in (``Sandbox(simulations=...)``); every other one answers its documente
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import email.utils
-import hashlib
-import hmac
 import re
-import secrets
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -25,6 +19,15 @@ import msgspec
 from aiohttp import web
 
 from .._limiters.base import RateLimit
+from ._auth import (
+    ACCESS_TOKEN_LIFETIME,
+    JWT_LIFETIME,
+    NONCE_WINDOW_MS,
+    REFRESH_TOKEN_LIFETIME,
+    SIGNING,
+    Credentials,
+    Key,
+)
 from ._data import InvestmentBook, RewardBook, mix
 from ._exchange import Exchange, ExchangeSimulation
 from ._faults import (
@@ -36,6 +39,7 @@ from ._faults import (
     fault_answer,
 )
 from ._simulation import UNHANDLED, Simulation, SimulationError
+from ._stats import SandboxStats
 from ._table import (
     DOCUMENTED,
     PATH_GROUPS,
@@ -49,32 +53,24 @@ from ._wire import (
     HTML_429,
     TEXT,
     TEXT_FORM,
-    decode,
-    form,
-    json_body,
     json_response,
     validation,
 )
 
 __all__ = [
-    # Defined elsewhere in the sandbox, importable from here as before.
-    "ANSWER_FAULTS", "DECIMAL_FIELDS",
-    "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "SERVICE_GROUP_LIMITS", "SERVICE_RATE_LIMITS",
-    "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
+    "ACCESS_TOKEN_LIFETIME", "ANSWER_FAULTS", "DECIMAL_FIELDS", "FAULT_KINDS", "JWT_LIFETIME",
+    "NONCE_WINDOW_MS", "PATH_GROUPS", "PATH_SCOPES", "REFRESH_TOKEN_LIFETIME",
+    "SERVICE_GROUP_LIMITS", "SERVICE_RATE_LIMITS", "Dialect", "FaultPlan", "Sandbox",
+    "SandboxStats", "serve",
 ]
 
 #: How the sandbox answers: ``"live"`` as the live service does (its official documentation,
 #: whitebit-exchange/docs, 2026), ``"spec"`` in the shapes of the API's first specification.
 Dialect = Literal["live", "spec"]
 
-_BY_NAME = {op.name: op for op in DOCUMENTED}
 MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
 MIN_ORDER_AMOUNT = Decimal("0.0001")
-NONCE_WINDOW_MS = 5000
-REFRESH_TOKEN_LIFETIME = 600
-ACCESS_TOKEN_LIFETIME = 300
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
-_DIGITS = re.compile(r"[0-9]{1,30}")
 _CLIENT_ORDER_ID = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
 _INTERVALS = {"5m": 300, "1h": 3600, "24h": 86400}
@@ -90,53 +86,6 @@ _LIVE_ORDER_FIELDS = {"order_id": "orderId", "client_order_id": "clientOrderId",
 _LIVE_ORDER_STATES = ("FILLED", "PARTIALLY_FILLED", "CANCELED")
 #: The fee on the money dealt of a filled order.
 _TAKER_FEE = Decimal("0.001")
-#: The fields of a signed body that sign it rather than ask anything.
-_SIGNING = frozenset({"request", "nonce", "nonceWindow"})
-JWT_LIFETIME = 3600
-
-
-@dataclass(slots=True)
-class SandboxStats:
-    """What reached the sandbox. Refusal counters count the sandbox's own refusals, not faults.
-
-    ``arrivals`` holds the arrival times of every request, refused ones included, under its
-    endpoint's scope and under its group (``"main_account"``, ``"public_group"``, ``"default"``),
-    from every IP address together. ``refused`` counts rate-limit refusals by the name of the
-    budget whose window was full (both names when both were); ``rate_limited`` counts each refused
-    request once. ``arrivals_by_ip`` counts the requests from each client IP address.
-    """
-
-    received: Counter[str] = field(default_factory=Counter)
-    executed: Counter[str] = field(default_factory=Counter)
-    rate_limited: int = 0
-    nonce_refused: int = 0
-    auth_failed: int = 0
-    faults_served: int = 0
-    arrivals: dict[str, list[float]] = field(default_factory=dict)
-    refused: Counter[str] = field(default_factory=Counter)
-    arrivals_by_ip: Counter[str] = field(default_factory=Counter)
-    orders: list[dict[str, Any]] = field(default_factory=list)
-
-    def max_in_window(self, scope: str, per_seconds: float) -> int:
-        """The most arrivals of ``scope`` (an endpoint's scope or a group) in any span of
-        ``per_seconds`` (strict sliding window)."""
-        times = sorted(self.arrivals.get(scope, ()))
-        best = first = 0
-        for last, moment in enumerate(times):
-            while times[first] <= moment - per_seconds:
-                first += 1
-            best = max(best, last - first + 1)
-        return best
-
-    def reset(self) -> None:
-        """Forget everything counted and recorded so far."""
-        self.received.clear()
-        self.executed.clear()
-        self.rate_limited = self.nonce_refused = self.auth_failed = self.faults_served = 0
-        self.arrivals.clear()
-        self.refused.clear()
-        self.arrivals_by_ip.clear()
-        self.orders.clear()
 
 
 def over_limit(window: deque[float], limit: RateLimit, now: float) -> bool:
@@ -156,25 +105,12 @@ def _full(window: deque[float], limit: RateLimit, now: float) -> bool:
     return len(window) >= limit.max_requests
 
 
-@dataclass(slots=True)
-class _Key:
-    secret: bytes
-    b2b: bool
-    used_nonces: set[int] = field(default_factory=set)
-    nonce_order: deque[int] = field(default_factory=deque)
-    last_nonce: int = 0
-    #: (market, client order id) of the key's open orders.
-    client_order_ids: set[tuple[str, str]] = field(default_factory=set)
-    #: The API key itself: the account a simulation is told signed a request.
-    name: str = ""
-
-
 #: An operation simulated here: given the key that signed the request (None where no key
 #: signs), its parameters, its raw body and the server's time, its answer.
-_Own = Callable[[_Key | None, dict[str, Any], bytes, float], Any]
+_Own = Callable[[Key | None, dict[str, Any], bytes, float], Any]
 
 
-def _signer(key: _Key | None) -> _Key:
+def _signer(key: Key | None) -> Key:
     assert key is not None, "a signed operation has the key that signed it"
     return key
 
@@ -283,21 +219,11 @@ class Sandbox:
         self._clock = clock
         self.clock_offset = clock_offset
         self.max_page = max_page
-        self.api_key = f"sandbox-key-{seed}"
-        self.api_secret = hashlib.sha256(f"sandbox-secret-{seed}".encode()).hexdigest()[:40]
-        self.oauth_client_id = f"sandbox-client-{seed}"
-        self.oauth_client_secret = hashlib.sha256(f"sandbox-oauth-{seed}".encode()).hexdigest()
-        self._keys: dict[str, _Key] = {
-            self.api_key: _Key(self.api_secret.encode(), True, name=self.api_key)
-        }
-        self._refresh_tokens: dict[str, float] = {}
-        #: OAuth access tokens and JWTs issued, with the moments they expire.
-        self._access_tokens: dict[str, float] = {}
-        self._jwt_tokens: dict[str, float] = {}
-        self.oauth_refresh_token = self._issue_refresh_token()
-        #: The authorization code ``/oauth2/token`` takes next (a new one after each use), as
-        #: the service's consent page would hand one to the application.
-        self.oauth_code = secrets.token_urlsafe(16)
+        self.stats = SandboxStats()
+        #: The keys, the OAuth client and the tokens issued, and their checks.
+        self._credentials = Credentials(seed, self.stats, self.server_time)
+        self.api_key = self._credentials.api_key
+        self.api_secret = self._credentials.api_secret
         self.simulations: tuple[Simulation, ...] = tuple(simulations)
         self._own = self._own_operations()
         self.rewards = RewardBook(
@@ -328,7 +254,6 @@ class Sandbox:
         #: per IP, whichever key signed the request.
         self._windows: dict[tuple[str, str], deque[float]] = {}
         self.faults = FaultPlan()
-        self.stats = SandboxStats()
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -369,7 +294,7 @@ class Sandbox:
 
     def add_key(self, api_key: str, api_secret: str, *, b2b: bool = True) -> None:
         """Another API key the sandbox accepts; ``b2b=False`` has no access to investments."""
-        self._keys[api_key] = _Key(api_secret.encode(), b2b, name=api_key)
+        self._credentials.add_key(api_key, api_secret, b2b=b2b)
 
     def settle_rewards(self) -> None:
         """Settle every reward pending now, as if the time of each had come (for tests)."""
@@ -379,6 +304,43 @@ class Sandbox:
         """Disable mining account ``name``: the live dialect then answers its hashrate with
         empty data (HTTP 200), as the service answers an account it has disabled."""
         self._disabled_accounts.add(name)
+
+    @property
+    def oauth_client_id(self) -> str:
+        """The OAuth client's id, which ``/oauth2/token`` and ``/oauth2/refresh`` take."""
+        return self._credentials.oauth_client_id
+
+    @oauth_client_id.setter
+    def oauth_client_id(self, value: str) -> None:
+        self._credentials.oauth_client_id = value
+
+    @property
+    def oauth_client_secret(self) -> str:
+        """The OAuth client's secret."""
+        return self._credentials.oauth_client_secret
+
+    @oauth_client_secret.setter
+    def oauth_client_secret(self, value: str) -> None:
+        self._credentials.oauth_client_secret = value
+
+    @property
+    def oauth_refresh_token(self) -> str:
+        """The refresh token issued last, which ``/oauth2/refresh`` takes once."""
+        return self._credentials.oauth_refresh_token
+
+    @oauth_refresh_token.setter
+    def oauth_refresh_token(self, value: str) -> None:
+        self._credentials.oauth_refresh_token = value
+
+    @property
+    def oauth_code(self) -> str:
+        """The authorization code ``/oauth2/token`` takes next (a new one after each use), as
+        the service's consent page would hand one to the application."""
+        return self._credentials.oauth_code
+
+    @oauth_code.setter
+    def oauth_code(self, value: str) -> None:
+        self._credentials.oauth_code = value
 
     def __repr__(self) -> str:
         return f"Sandbox(url={self.url!r})"
@@ -496,7 +458,7 @@ class Sandbox:
         """The answer to one request of ``op`` once admitted: authenticated, then answered by a
         simulation, by the sandbox's own simulation of the operation, or by its documented
         example; a refusal is raised."""
-        key, params = self._authenticated(op, request, body, now)
+        key, params = self._credentials.authenticated(op, request, body, now)
         own = self._own.get(op.name)
         if self.simulations:
             op.check(params, TEXT_FORM if op.auth == "form" else TEXT)
@@ -515,11 +477,11 @@ class Sandbox:
         return op.documented_answer(params)
 
     @staticmethod
-    def _simulated(simulations: Sequence[Simulation], op: Documented, key: _Key | None,
+    def _simulated(simulations: Sequence[Simulation], op: Documented, key: Key | None,
                    params: dict[str, Any], now: float) -> Any:
         """The first answer of ``simulations`` to a request of ``op`` (its parameters checked),
         or UNHANDLED; a simulation's refusal is raised as the sandbox's."""
-        given = {name: value for name, value in params.items() if name not in _SIGNING}
+        given = {name: value for name, value in params.items() if name not in SIGNING}
         account = key.name if key is not None else None
         for simulation in simulations:
             try:
@@ -534,8 +496,9 @@ class Sandbox:
         """The operations simulated here, by name."""
         return {
             "ping": lambda key, params, body, now: ["pong"],
-            "oauth2_refresh_token": lambda key, params, body, now: self._refresh(body, now),
-            "oauth2_token": lambda key, params, body, now: self._token(params, now),
+            "oauth2_refresh_token":
+                lambda key, params, body, now: self._credentials.refresh(body, now),
+            "oauth2_token": lambda key, params, body, now: self._credentials.token(params, now),
             "get_main_balance": lambda key, params, body, now: self._balance(params),
             "get_mining_rewards": lambda key, params, body, now: self._rewards(params),
             "get_fixed_investments_history":
@@ -545,108 +508,8 @@ class Sandbox:
             "create_mining_account":
                 lambda key, params, body, now: self._create_account(params, now),
             "get_mining_hashrate": lambda key, params, body, now: self._hashrate(params, now),
-            "issue_jwt_token": lambda key, params, body, now: self._jwt(now),
+            "issue_jwt_token": lambda key, params, body, now: self._credentials.jwt(now),
         }
-
-    # -- authentication ---------------------------------------------------------------------
-
-    def _authenticated(
-        self, op: Documented, request: web.Request, body: bytes, now: float
-    ) -> tuple[_Key | None, dict[str, Any]]:
-        """The key that signed a request of ``op`` (None where no key signs) and its
-        parameters by wire name (path, query and body), once its credentials are checked."""
-        auth = op.auth
-        key = None
-        if auth == "signed":
-            key, params = self._authenticate(request, request.path, body, now)
-        elif auth == "form":
-            params = form(body)
-        else:
-            if auth != "none":
-                self._check_token(op, request, now)
-            params = json_body(body) if body else {}
-        if request.query:
-            params = {**request.query, **params}
-        if request.match_info:
-            params = {**params, **request.match_info}
-        return key, params
-
-    def _check_token(self, op: Documented, request: web.Request, now: float) -> None:
-        """Refuse a request whose ``Authorization`` header carries no token the sandbox issued
-        that is still valid: an OAuth access token (``Bearer``), or a JWT for the card token."""
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if op.auth == "jwt":
-            token = token if scheme.lower() == "bearer" else header
-            issued = self._jwt_tokens
-        else:
-            token = token if scheme.lower() == "bearer" else ""
-            issued = self._access_tokens
-        expires = issued.get(token) if token else None
-        if expires is None or expires < now:
-            self.stats.auth_failed += 1
-            body = op.error_body(401)
-            raise Refusal(401, body if body is not None else {"data": {"message": [
-                "Unauthorized."]}})
-
-    def _auth_failure(self, message: str) -> Refusal:
-        self.stats.auth_failed += 1
-        return validation(401, 0, message, {})
-
-    def _authenticate(
-        self, request: web.Request, path: str, body: bytes, now: float
-    ) -> tuple[_Key, dict[str, Any]]:
-        headers = request.headers
-        key = self._keys.get(headers.get("X-TXC-APIKEY", ""))
-        if key is None:
-            raise self._auth_failure("Invalid key")
-        payload = headers.get("X-TXC-PAYLOAD", "")
-        try:
-            if base64.b64decode(payload, validate=True) != body:
-                raise self._auth_failure("Invalid payload")
-        except (binascii.Error, ValueError):
-            raise self._auth_failure("Invalid payload") from None
-        expected = hmac.new(key.secret, payload.encode(), hashlib.sha512).hexdigest()
-        if not hmac.compare_digest(expected, headers.get("X-TXC-SIGNATURE", "")):
-            raise self._auth_failure("Invalid signature")
-        try:
-            params = decode(body)
-        except msgspec.DecodeError:
-            raise validation(400, 0, "Invalid JSON body", {}) from None
-        if not isinstance(params, dict):
-            raise validation(400, 0, "Invalid JSON body", {})
-        if params.get("request") != path:
-            raise self._auth_failure("Invalid request: the request field must equal the path")
-        self._check_nonce(key, params, now)
-        return key, params
-
-    def _check_nonce(self, key: _Key, params: dict[str, Any], now: float) -> None:
-        raw = params.get("nonce")
-        # A string of digits, as documented (a JSON number, spaces, signs, underscores or other
-        # scripts' digits, which Python's int() would take, are not).
-        nonce = int(raw) if isinstance(raw, str) and _DIGITS.fullmatch(raw) else None
-        if nonce is None:
-            raise validation(400, 0, "Validation failed", {"nonce": ["The nonce is required."]})
-        if params.get("nonceWindow") is True:
-            now_ms = int(now * 1000)
-            if abs(nonce - now_ms) > NONCE_WINDOW_MS:
-                self.stats.nonce_refused += 1
-                raise validation(
-                    429, 0, "Your nonce is more than 5 seconds lesser than the current nonce", {}
-                )
-            if nonce in key.used_nonces:
-                self.stats.nonce_refused += 1
-                raise validation(429, 0, "Too many requests.", {})
-            key.used_nonces.add(nonce)
-            key.nonce_order.append(nonce)
-            # Nonces older than the window are refused by the window check; forget them.
-            while key.nonce_order and key.nonce_order[0] < now_ms - 2 * NONCE_WINDOW_MS:
-                key.used_nonces.discard(key.nonce_order.popleft())
-        else:
-            if nonce <= key.last_nonce:
-                self.stats.nonce_refused += 1
-                raise validation(429, 0, "Too many requests.", {})
-            key.last_nonce = nonce
 
     # -- operations -------------------------------------------------------------------------
 
@@ -738,7 +601,7 @@ class Sandbox:
                                "hashrate": f"{100 + h % 900}.{(h >> 12) % 100:02d} TH/s"})
         return {"data": {"account": account or "", "hashrate": points}}
 
-    def _investments(self, key: _Key, params: dict[str, Any]) -> Any:
+    def _investments(self, key: Key, params: dict[str, Any]) -> Any:
         if not key.b2b:
             raise validation(403, 0, "This API key has no access to B2B lending", {})
         errors: dict[str, list[str]] = {}
@@ -758,7 +621,7 @@ class Sandbox:
         records = self.investments.query(ident, ticker, status)
         return {"offset": offset, "limit": limit, "records": records[offset : offset + limit]}
 
-    def _order(self, key: _Key, params: dict[str, Any], now: float) -> Any:
+    def _order(self, key: Key, params: dict[str, Any], now: float) -> Any:
         errors: dict[str, list[str]] = {}
         for name in ("market", "side", "amount", "price", "activation_price"):
             if name not in params:
@@ -891,69 +754,6 @@ class Sandbox:
         self._created_accounts[name] = int(now)
         return {"data": {"name": name, "createdAt": int(now)}}
 
-    # -- OAuth ------------------------------------------------------------------------------
-
-    def _issue_refresh_token(self) -> str:
-        token = secrets.token_urlsafe(32)
-        self._refresh_tokens[token] = self.server_time() + REFRESH_TOKEN_LIFETIME
-        return token
-
-    def _refresh(self, body: bytes, now: float) -> Any:
-        fields = form(body)
-        if (
-            fields.get("client_id") != self.oauth_client_id
-            or not hmac.compare_digest(fields.get("client_secret", ""), self.oauth_client_secret)
-        ):
-            self.stats.auth_failed += 1
-            raise Refusal(401, {"data": {"client_id": ["Invalid client."]}})
-        token = fields.get("token", "")
-        expires = self._refresh_tokens.pop(token, None)
-        if expires is None or expires < now:
-            raise Refusal(400, {"data": {"token": ["Invalid token."]}})
-        self.oauth_refresh_token = self._issue_refresh_token()
-        return {"data": {
-            "access_token": self._issue_access_token(now),
-            "expires_in": ACCESS_TOKEN_LIFETIME,
-            "refresh_token": self.oauth_refresh_token,
-            "scope": "general,history",
-            "token_type": "Bearer",
-        }}
-
-    def _issue_access_token(self, now: float) -> str:
-        token = secrets.token_urlsafe(32)
-        self._access_tokens[token] = now + ACCESS_TOKEN_LIFETIME
-        return token
-
-    def _token(self, params: dict[str, Any], now: float) -> Any:
-        """``/oauth2/token``: the application's credentials and the authorization code the
-        sandbox handed out (``oauth_code``, good once) for an access and a refresh token."""
-        op = _BY_NAME["oauth2_token"]
-        op.check(params, TEXT_FORM)
-        if (
-            params.get("client_id") != self.oauth_client_id
-            or not hmac.compare_digest(str(params.get("client_secret", "")),
-                                       self.oauth_client_secret)
-            or not hmac.compare_digest(str(params.get("code", "")), self.oauth_code)
-        ):
-            self.stats.auth_failed += 1
-            raise Refusal(401, op.error_body(401))
-        self.oauth_code = secrets.token_urlsafe(16)
-        self.oauth_refresh_token = self._issue_refresh_token()
-        return {"data": {
-            "access_token": self._issue_access_token(now),
-            "expires_in": ACCESS_TOKEN_LIFETIME,
-            "refresh_token": self.oauth_refresh_token,
-            "scope": "general,history",
-            "token_type": "Bearer",
-        }}
-
-    def _jwt(self, now: float) -> Any:
-        """``/api/v4/jwt``: a token the card token operation then takes as its
-        ``Authorization``."""
-        token = secrets.token_urlsafe(48)
-        expires = int(now) + JWT_LIFETIME
-        self._jwt_tokens[token] = expires
-        return {"data": {"token": token, "expires_at": expires}}
 
 
 def _plain(amount: Decimal) -> str:
