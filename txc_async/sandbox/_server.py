@@ -1,34 +1,45 @@
-"""The sandbox server: every documented operation of the API on 127.0.0.1, with the live
-service's signing, nonce, validation, error and rate-limit behaviour, plus fault injection for
-tests. Eight operations are simulated here (rewards, hashrate, investments, balance, the
-collateral stop-limit order, mining accounts, OAuth tokens, ping), more by the simulations
-plugged in (``Sandbox(simulations=...)``); every other one answers its documented example."""
+"""The sandbox server: every documented operation of the API on 127.0.0.1, routed, counted
+against the service's rate limits, then authenticated (``_auth``), faulted on request
+(``_faults``) and answered: by the simulations plugged in (``Sandbox(simulations=...)``), by the
+eight operations the sandbox simulates itself (``_own``: rewards, hashrate, investments, balance,
+the collateral stop-limit order, mining accounts, OAuth tokens, ping), by the simulated exchange
+(``_exchange``), or with the operation's documented example."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import email.utils
-import hashlib
-import hmac
-import re
-import secrets
 import time
-from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
-from urllib.parse import parse_qs
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
 
-import msgspec
 from aiohttp import web
 
 from .._limiters.base import RateLimit
+from ._auth import (
+    ACCESS_TOKEN_LIFETIME,
+    JWT_LIFETIME,
+    NONCE_WINDOW_MS,
+    REFRESH_TOKEN_LIFETIME,
+    SIGNING,
+    Credentials,
+    Key,
+)
 from ._data import InvestmentBook, RewardBook, mix
 from ._exchange import Exchange, ExchangeSimulation
+from ._faults import (
+    ANSWER_FAULTS,
+    DECIMAL_FIELDS,
+    FAULT_KINDS,
+    FaultPlan,
+    changed_answer,
+    fault_answer,
+)
+from ._own import MARKETS, MIN_ORDER_AMOUNT, Dialect, OwnOperations
 from ._simulation import UNHANDLED, Simulation, SimulationError
+from ._stats import SandboxStats
 from ._table import (
     DOCUMENTED,
     PATH_GROUPS,
@@ -37,207 +48,17 @@ from ._table import (
     SERVICE_RATE_LIMITS,
     Documented,
     Refusal,
-    Where,
-    template_of,
 )
+from ._wire import HTML_429, TEXT, TEXT_FORM, json_response
 
+# Sandbox and serve are this module's; the other names, the sandbox's other modules', are
+# importable from here too.
 __all__ = [
-    "FAULT_KINDS", "PATH_GROUPS", "PATH_SCOPES", "SERVICE_GROUP_LIMITS", "SERVICE_RATE_LIMITS",
-    "Dialect", "FaultPlan", "Sandbox", "SandboxStats", "serve",
+    "ACCESS_TOKEN_LIFETIME", "ANSWER_FAULTS", "DECIMAL_FIELDS", "FAULT_KINDS", "JWT_LIFETIME",
+    "MARKETS", "MIN_ORDER_AMOUNT", "NONCE_WINDOW_MS", "PATH_GROUPS", "PATH_SCOPES",
+    "REFRESH_TOKEN_LIFETIME", "SERVICE_GROUP_LIMITS", "SERVICE_RATE_LIMITS", "Dialect",
+    "FaultPlan", "Sandbox", "SandboxStats", "serve",
 ]
-
-#: How the sandbox answers: ``"live"`` as the live service does (its official documentation,
-#: whitebit-exchange/docs, 2026), ``"spec"`` in the shapes of the API's first specification.
-Dialect = Literal["live", "spec"]
-
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
-
-FAULT_KINDS = frozenset({
-    "html_502", "json_503", "text_503", "json_500", "reset", "malformed_json", "slow", "late",
-    "rate_limit_429", "nonce_429", "throttle", "validation_failed", "error_200", "empty_404",
-    "oto_empty_leg", "unlisted_status", "non_finite", "oversized", "malformed_http",
-})
-#: Faults whose answer takes a status (400 or 422).
-_STATUS_FAULTS = frozenset({"throttle", "validation_failed"})
-#: Faults that let the operation run and then change its success answer.
-ANSWER_FAULTS = frozenset({"oto_empty_leg", "unlisted_status", "non_finite", "oversized"})
-#: Answer fields that hold decimal amounts (the "non_finite" fault replaces them).
-DECIMAL_FIELDS = frozenset({
-    "amount", "price", "activation_price", "deal_money", "deal_stock", "left", "deal_fee",
-    "dealMoney", "dealStock", "dealFee",
-    "stopLoss", "takeProfit", "main_balance", "interestPaid", "percent", "interestRatio",
-    "minInvestment", "maxInvestment", "maxPossibleInvestment", "totalReward", "reward", "fee",
-    "fppsRate",
-})
-_MALFORMED_HTTP = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nBroken header line\r\n\r\n{}"
-)
-_BY_NAME = {op.name: op for op in DOCUMENTED}
-MARKETS = frozenset({"BTC_USDT", "ETH_USDT", "ETH_BTC", "SOL_USDT", "TXC_USDT"})
-MIN_ORDER_AMOUNT = Decimal("0.0001")
-NONCE_WINDOW_MS = 5000
-REFRESH_TOKEN_LIFETIME = 600
-ACCESS_TOKEN_LIFETIME = 300
-_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
-_DIGITS = re.compile(r"[0-9]{1,30}")
-_CLIENT_ORDER_ID = re.compile(r"[A-Za-z0-9._-]{1,255}")
-_NAME = re.compile(r"[A-Za-z0-9_]{1,255}")
-_INTERVALS = {"5m": 300, "1h": 3600, "24h": 86400}
-#: Self-trade prevention modes, and the legacy spellings the service still takes for them.
-_STP = {"no": "no", "cb": "cb", "cn": "cn", "co": "co", "cancel_both": "cb",
-        "cancel_new": "cn", "cancel_old": "co"}
-#: The order answer's fields the live service spells in camelCase (whitebit-exchange/docs,
-#: openapi/private/http-trade-v4.yaml; the API's first specification: snake_case).
-_LIVE_ORDER_FIELDS = {"order_id": "orderId", "client_order_id": "clientOrderId",
-                      "deal_money": "dealMoney", "deal_stock": "dealStock",
-                      "deal_fee": "dealFee"}
-#: What a live order answers right after it is placed, in turn: the statuses REST returns.
-_LIVE_ORDER_STATES = ("FILLED", "PARTIALLY_FILLED", "CANCELED")
-#: The fee on the money dealt of a filled order.
-_TAKER_FEE = Decimal("0.001")
-_HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body>429</body></html>"
-#: Where the parameters of a request arrive as text: a path and a query string always, a form
-#: body too.
-_TEXT: frozenset[Where] = frozenset({"path", "query"})
-_TEXT_FORM: frozenset[Where] = frozenset({"path", "query", "body"})
-#: The fields of a signed body that sign it rather than ask anything.
-_SIGNING = frozenset({"request", "nonce", "nonceWindow"})
-JWT_LIFETIME = 3600
-
-
-@dataclass(slots=True)
-class _Fault:
-    kind: str
-    delay: float
-    retry_after: float | None
-    execute: bool
-    value: Any = None
-    size: int = 0
-    status: int | None = None
-
-
-class FaultPlan:
-    """Faults queued per path; each applies to one request that reaches the path."""
-
-    def __init__(self) -> None:
-        self._queued: dict[str, deque[_Fault]] = {}
-
-    def add(
-        self,
-        path: str,
-        kind: str,
-        *,
-        times: int = 1,
-        delay: float = 0.0,
-        retry_after: float | None = None,
-        execute: bool = False,
-        value: Any = None,
-        size: int = 16 * 1024 * 1024,
-        status: int | None = None,
-    ) -> None:
-        """Apply fault ``kind`` to the next ``times`` requests to ``path``: any documented
-        operation's path; for a path with parameters, either the documented one
-        (``/api/v4/public/orderbook/{market}``: every market) or one request path
-        (``/api/v4/public/orderbook/BTC_USDT``: that market only, before the documented one's).
-
-        ``throttle`` ("Too Many Attempts.", code 0) and ``validation_failed`` (the order
-        refusal the API's first specification shows: code 30, "Validation failed", no field errors)
-        answer with ``status``: 400 or 422, which the service uses (default 400 and 422).
-
-        With ``execute=True`` the operation runs before the fault replaces its answer, as when
-        a proxy fails after the service did the work. The answer faults always run the
-        operation, then change its success answer (a refusal goes out unchanged):
-
-        - ``oto_empty_leg``: the order's OTO legs that were not given read ``value``
-          (default ``""``), as the exchange answers a one-leg stop-loss or take-profit;
-        - ``unlisted_status``: the order's status reads ``value`` (default ``"ACTIVATING"``);
-          investments and their plans get status ``value`` (default 9);
-        - ``non_finite``: every decimal amount of the answer reads ``value`` (default ``"NaN"``);
-        - ``oversized``: the answer is padded with spaces to ``size`` bytes and streamed in
-          chunks, without a Content-Length.
-
-        ``malformed_http`` answers bytes that are not valid HTTP, then closes the connection.
-        """
-        if kind not in FAULT_KINDS:
-            raise ValueError(f"kind: must be one of {', '.join(sorted(FAULT_KINDS))}")
-        if template_of(path) is None:
-            raise ValueError(
-                f"path: {path!r} is no documented operation's path (PATH_SCOPES lists them)"
-            )
-        if status is not None and (kind not in _STATUS_FAULTS or status not in (400, 422)):
-            raise ValueError(
-                f"status: only {' and '.join(sorted(_STATUS_FAULTS))} take one, 400 or 422"
-            )
-        queue = self._queued.setdefault(path, deque())
-        execute = execute or kind in ANSWER_FAULTS
-        for _ in range(times):
-            queue.append(_Fault(kind, delay, retry_after, execute, value, size, status))
-
-    def clear(self) -> None:
-        """Drop every fault still queued."""
-        self._queued.clear()
-
-    def pending(self, path: str) -> int:
-        """How many queued faults still wait for a request to ``path``."""
-        return len(self._queued.get(path, ()))
-
-    def take(self, path: str, template: str | None = None) -> _Fault | None:
-        """The next fault queued for ``path``, else for its documented path ``template``,
-        removed from the queue (None when there is none); the sandbox calls this for every
-        request that reaches ``path``."""
-        queue = self._queued.get(path)
-        if not queue and template is not None and template != path:
-            queue = self._queued.get(template)
-        return queue.popleft() if queue else None
-
-
-@dataclass(slots=True)
-class SandboxStats:
-    """What reached the sandbox. Refusal counters count the sandbox's own refusals, not faults.
-
-    ``arrivals`` holds the arrival times of every request, refused ones included, under its
-    endpoint's scope and under its group (``"main_account"``, ``"public_group"``, ``"default"``),
-    from every IP address together. ``refused`` counts rate-limit refusals by the name of the
-    budget whose window was full (both names when both were); ``rate_limited`` counts each refused
-    request once. ``arrivals_by_ip`` counts the requests from each client IP address.
-    """
-
-    received: Counter[str] = field(default_factory=Counter)
-    executed: Counter[str] = field(default_factory=Counter)
-    rate_limited: int = 0
-    nonce_refused: int = 0
-    auth_failed: int = 0
-    faults_served: int = 0
-    arrivals: dict[str, list[float]] = field(default_factory=dict)
-    refused: Counter[str] = field(default_factory=Counter)
-    arrivals_by_ip: Counter[str] = field(default_factory=Counter)
-    orders: list[dict[str, Any]] = field(default_factory=list)
-
-    def max_in_window(self, scope: str, per_seconds: float) -> int:
-        """The most arrivals of ``scope`` (an endpoint's scope or a group) in any span of
-        ``per_seconds`` (strict sliding window)."""
-        times = sorted(self.arrivals.get(scope, ()))
-        best = first = 0
-        for last, moment in enumerate(times):
-            while times[first] <= moment - per_seconds:
-                first += 1
-            best = max(best, last - first + 1)
-        return best
-
-    def reset(self) -> None:
-        """Forget everything counted and recorded so far."""
-        self.received.clear()
-        self.executed.clear()
-        self.rate_limited = self.nonce_refused = self.auth_failed = self.faults_served = 0
-        self.arrivals.clear()
-        self.refused.clear()
-        self.arrivals_by_ip.clear()
-        self.orders.clear()
-
-
-#: An answer other than success, raised from inside an operation.
-_Refusal = Refusal
 
 
 def over_limit(window: deque[float], limit: RateLimit, now: float) -> bool:
@@ -255,58 +76,6 @@ def _full(window: deque[float], limit: RateLimit, now: float) -> bool:
     while window and window[0] <= now - limit.per_seconds:
         window.popleft()
     return len(window) >= limit.max_requests
-
-
-def _validation(status: int, code: int, message: str, errors: Mapping[str, list[str]]) -> _Refusal:
-    return _Refusal(status, {"code": code, "message": message, "errors": dict(errors)})
-
-
-def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.Response(
-        status=status, body=_encode(body), content_type="application/json", headers=headers
-    )
-
-
-@dataclass(slots=True)
-class _Key:
-    secret: bytes
-    b2b: bool
-    used_nonces: set[int] = field(default_factory=set)
-    nonce_order: deque[int] = field(default_factory=deque)
-    last_nonce: int = 0
-    #: (market, client order id) of the key's open orders.
-    client_order_ids: set[tuple[str, str]] = field(default_factory=set)
-    #: The API key itself: the account a simulation is told signed a request.
-    name: str = ""
-
-
-#: An operation simulated here: given the key that signed the request (None where no key
-#: signs), its parameters, its raw body and the server's time, its answer.
-_Own = Callable[[_Key | None, dict[str, Any], bytes, float], Any]
-
-
-def _signer(key: _Key | None) -> _Key:
-    assert key is not None, "a signed operation has the key that signed it"
-    return key
-
-
-def _form(body: bytes) -> dict[str, Any]:
-    """A form body's fields (the first value of each)."""
-    try:
-        pairs = parse_qs(body.decode(), keep_blank_values=True)
-    except UnicodeDecodeError:
-        return {}
-    return {name: values[0] for name, values in pairs.items()}
-
-
-def _json_body(body: bytes) -> dict[str, Any]:
-    try:
-        params = _decode(body)
-    except msgspec.DecodeError:
-        raise _validation(400, 0, "Invalid JSON body", {}) from None
-    if not isinstance(params, dict):
-        raise _validation(400, 0, "Invalid JSON body", {})
-    return params
 
 
 class Sandbox:
@@ -393,7 +162,6 @@ class Sandbox:
     ) -> None:
         if dialect not in ("live", "spec"):
             raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
-        self.dialect: Dialect = dialect
         self.host = host
         self.port = port
         self.seed = seed
@@ -412,32 +180,19 @@ class Sandbox:
         }
         self._clock = clock
         self.clock_offset = clock_offset
-        self.max_page = max_page
-        self.api_key = f"sandbox-key-{seed}"
-        self.api_secret = hashlib.sha256(f"sandbox-secret-{seed}".encode()).hexdigest()[:40]
-        self.oauth_client_id = f"sandbox-client-{seed}"
-        self.oauth_client_secret = hashlib.sha256(f"sandbox-oauth-{seed}".encode()).hexdigest()
-        self._keys: dict[str, _Key] = {
-            self.api_key: _Key(self.api_secret.encode(), True, name=self.api_key)
-        }
-        self._refresh_tokens: dict[str, float] = {}
-        #: OAuth access tokens and JWTs issued, with the moments they expire.
-        self._access_tokens: dict[str, float] = {}
-        self._jwt_tokens: dict[str, float] = {}
-        self.oauth_refresh_token = self._issue_refresh_token()
-        #: The authorization code ``/oauth2/token`` takes next (a new one after each use), as
-        #: the service's consent page would hand one to the application.
-        self.oauth_code = secrets.token_urlsafe(16)
+        page = _checked_page(max_page)
+        self.stats = SandboxStats()
+        #: The keys, the OAuth client and the tokens issued, and their checks.
+        self._credentials = Credentials(seed, self.stats, self.server_time)
+        self.api_key = self._credentials.api_key
+        self.api_secret = self._credentials.api_secret
         self.simulations: tuple[Simulation, ...] = tuple(simulations)
-        self._own = self._own_operations()
         self.rewards = RewardBook(
             seed, mining_accounts, rewards_start, rewards_days, rewards_per_day,
             live=dialect == "live", pending_days=pending_days, settle_after=settle_after,
             clock=self.server_time,
         )
         self.mining_account_names = list(self.rewards.names)
-        self._created_accounts: dict[str, int] = {}
-        self._disabled_accounts: set[str] = set()
         self.investments = InvestmentBook(seed)
         # ETH to the wei, 18 places: 24 significant digits, more than a float holds.
         self.balance = {
@@ -447,7 +202,12 @@ class Sandbox:
                 (("BTC", 8), ("ETH", 18), ("USDT", 8), ("SOL", 8), ("TXC", 8))
             )
         }
-        self._next_order_id = 4_000_000_000 + seed * 1000
+        #: The operations simulated here, with their state.
+        self._own = OwnOperations(
+            seed=seed, dialect=dialect, max_page=page, stats=self.stats,
+            credentials=self._credentials, rewards=self.rewards, investments=self.investments,
+            balance=self.balance,
+        )
         #: The simulated exchange: trading balances (``trade_balances``: what every key's
         #: trading balance starts with), orders, trades, positions; transfers move the main
         #: balance above.
@@ -458,7 +218,6 @@ class Sandbox:
         #: per IP, whichever key signed the request.
         self._windows: dict[tuple[str, str], deque[float]] = {}
         self.faults = FaultPlan()
-        self.stats = SandboxStats()
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -499,7 +258,7 @@ class Sandbox:
 
     def add_key(self, api_key: str, api_secret: str, *, b2b: bool = True) -> None:
         """Another API key the sandbox accepts; ``b2b=False`` has no access to investments."""
-        self._keys[api_key] = _Key(api_secret.encode(), b2b, name=api_key)
+        self._credentials.add_key(api_key, api_secret, b2b=b2b)
 
     def settle_rewards(self) -> None:
         """Settle every reward pending now, as if the time of each had come (for tests)."""
@@ -508,7 +267,44 @@ class Sandbox:
     def disable_mining_account(self, name: str) -> None:
         """Disable mining account ``name``: the live dialect then answers its hashrate with
         empty data (HTTP 200), as the service answers an account it has disabled."""
-        self._disabled_accounts.add(name)
+        self._own.disabled_accounts.add(name)
+
+    @property
+    def oauth_client_id(self) -> str:
+        """The OAuth client's id, which ``/oauth2/token`` and ``/oauth2/refresh`` take."""
+        return self._credentials.oauth_client_id
+
+    @oauth_client_id.setter
+    def oauth_client_id(self, value: str) -> None:
+        self._credentials.oauth_client_id = value
+
+    @property
+    def oauth_client_secret(self) -> str:
+        """The OAuth client's secret."""
+        return self._credentials.oauth_client_secret
+
+    @oauth_client_secret.setter
+    def oauth_client_secret(self, value: str) -> None:
+        self._credentials.oauth_client_secret = value
+
+    @property
+    def oauth_refresh_token(self) -> str:
+        """The refresh token issued last, which ``/oauth2/refresh`` takes once."""
+        return self._credentials.oauth_refresh_token
+
+    @oauth_refresh_token.setter
+    def oauth_refresh_token(self, value: str) -> None:
+        self._credentials.oauth_refresh_token = value
+
+    @property
+    def oauth_code(self) -> str:
+        """The authorization code ``/oauth2/token`` takes next (a new one after each use), as
+        the service's consent page would hand one to the application."""
+        return self._credentials.oauth_code
+
+    @oauth_code.setter
+    def oauth_code(self, value: str) -> None:
+        self._credentials.oauth_code = value
 
     def __repr__(self) -> str:
         return f"Sandbox(url={self.url!r})"
@@ -529,13 +325,20 @@ class Sandbox:
     @property
     def max_page(self) -> int:
         """The most records a page of rewards or investments holds (settable while running)."""
-        return self._max_page
+        return self._own.max_page
 
     @max_page.setter
     def max_page(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"max_page must be a whole number of at least 1, not {value!r}")
-        self._max_page = value
+        self._own.max_page = _checked_page(value)
+
+    @property
+    def dialect(self) -> Dialect:
+        """Whose shapes the sandbox answers in: ``"live"`` or ``"spec"``."""
+        return self._own.dialect
+
+    @dialect.setter
+    def dialect(self, value: Dialect) -> None:
+        self._own.dialect = value
 
     def _over_limit(self, ip: str, names: tuple[str, ...], now: float) -> list[str]:
         """The budgets among ``names`` (a scope and its group) whose window from ``ip`` is full
@@ -580,7 +383,7 @@ class Sandbox:
         if full:
             stats.rate_limited += 1
             stats.refused.update(full)
-            return web.Response(status=429, body=_HTML_429, content_type="text/html")
+            return web.Response(status=429, body=HTML_429, content_type="text/html")
         body = await request.read()
         fault = self.faults.take(path, op.path)
         if fault is not None and fault.kind in ("slow", "late"):
@@ -592,12 +395,12 @@ class Sandbox:
             fault = None
         if fault is not None and not fault.execute:
             stats.faults_served += 1
-            return self._fault_answer(request, fault)
+            return fault_answer(request, fault)
         answer: Any = None
         try:
             answer = self._operate(op, request, body, now + float(self.clock_offset))
-        except _Refusal as refusal:
-            response = _json(refusal.status, refusal.body)
+        except Refusal as refusal:
+            response = json_response(refusal.status, refusal.body)
         else:
             stats.executed[path] += 1
             response = self._answer(op, answer)
@@ -606,53 +409,10 @@ class Sandbox:
                 if response.status >= 300:
                     return response
                 stats.faults_served += 1
-                return _changed_answer(fault, answer, op.status)
+                return changed_answer(fault, answer, op.status)
             stats.faults_served += 1
-            return self._fault_answer(request, fault)
+            return fault_answer(request, fault)
         return response
-
-    def _fault_answer(self, request: web.Request, fault: _Fault) -> web.Response:
-        kind = fault.kind
-        if kind == "malformed_http":
-            transport = request.transport
-            if transport is not None:
-                transport.write(_MALFORMED_HTTP)
-                transport.close()
-            return web.Response(status=500)
-        if kind == "reset":
-            transport = request.transport
-            if transport is not None:
-                transport.abort()
-            return web.Response(status=500)
-        if kind == "html_502":
-            return web.Response(status=502, body=b"<html><body>502 Bad Gateway</body></html>",
-                                content_type="text/html")
-        if kind == "json_503":
-            return _json(503, {"code": 503, "message": "Service unavailable"})
-        if kind == "text_503":
-            return web.Response(status=503, text="Service is under maintenance")
-        if kind == "json_500":
-            return _json(500, {"error": ["Internal server error."]})
-        if kind == "malformed_json":
-            return web.Response(status=200, body=b'{"offset": 0, "data": [{"mining',
-                                content_type="application/json")
-        if kind == "rate_limit_429":
-            headers = {}
-            if fault.retry_after is not None:
-                headers["Retry-After"] = f"{fault.retry_after:g}"
-            return web.Response(status=429, body=_HTML_429, content_type="text/html",
-                                headers=headers)
-        if kind == "nonce_429":
-            return _json(429, {"code": 0, "message": "Too many requests.", "errors": {}})
-        if kind == "throttle":
-            return _json(fault.status or 400,
-                         {"code": 0, "message": "Too Many Attempts.", "errors": {}})
-        if kind == "validation_failed":
-            return _json(fault.status or 422,
-                         {"code": 30, "message": "Validation failed", "errors": {}})
-        if kind == "error_200":
-            return _json(200, {"success": False, "message": "Service error", "result": None})
-        return web.Response(status=404)  # empty_404
 
     @staticmethod
     def _answer(op: Documented, answer: Any) -> web.Response:
@@ -663,21 +423,21 @@ class Sandbox:
                 return web.Response(status=op.status)
             return web.Response(status=op.status, body=op.answer_bytes,
                                 content_type="application/json")
-        return _json(op.status, answer)
+        return json_response(op.status, answer)
 
     def _operate(self, op: Documented, request: web.Request, body: bytes, now: float) -> Any:
         """The answer to one request of ``op`` once admitted: authenticated, then answered by a
         simulation, by the sandbox's own simulation of the operation, or by its documented
         example; a refusal is raised."""
-        key, params = self._authenticated(op, request, body, now)
-        own = self._own.get(op.name)
+        key, params = self._credentials.authenticated(op, request, body, now)
+        own = self._own.table.get(op.name)
         if self.simulations:
-            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+            op.check(params, TEXT_FORM if op.auth == "form" else TEXT)
             answer = self._simulated(self.simulations, op, key, params, now)
             if answer is not UNHANDLED:
                 return answer
         elif own is None:
-            op.check(params, _TEXT_FORM if op.auth == "form" else _TEXT)
+            op.check(params, TEXT_FORM if op.auth == "form" else TEXT)
         if own is not None:
             return own(key, params, body, now)
         # The exchange (trading, balances between accounts, market data), after the
@@ -688,502 +448,28 @@ class Sandbox:
         return op.documented_answer(params)
 
     @staticmethod
-    def _simulated(simulations: Sequence[Simulation], op: Documented, key: _Key | None,
+    def _simulated(simulations: Sequence[Simulation], op: Documented, key: Key | None,
                    params: dict[str, Any], now: float) -> Any:
         """The first answer of ``simulations`` to a request of ``op`` (its parameters checked),
         or UNHANDLED; a simulation's refusal is raised as the sandbox's."""
-        given = {name: value for name, value in params.items() if name not in _SIGNING}
+        given = {name: value for name, value in params.items() if name not in SIGNING}
         account = key.name if key is not None else None
         for simulation in simulations:
             try:
                 answer = simulation.answer(op.method, op.path, account, given, now)
             except SimulationError as refusal:
-                raise _Refusal(refusal.status, refusal.body) from None
+                raise Refusal(refusal.status, refusal.body) from None
             if answer is not UNHANDLED:
                 return answer
         return UNHANDLED
 
-    def _own_operations(self) -> dict[str, _Own]:
-        """The operations simulated here, by name."""
-        return {
-            "ping": lambda key, params, body, now: ["pong"],
-            "oauth2_refresh_token": lambda key, params, body, now: self._refresh(body, now),
-            "oauth2_token": lambda key, params, body, now: self._token(params, now),
-            "get_main_balance": lambda key, params, body, now: self._balance(params),
-            "get_mining_rewards": lambda key, params, body, now: self._rewards(params),
-            "get_fixed_investments_history":
-                lambda key, params, body, now: self._investments(_signer(key), params),
-            "create_collateral_stop_limit_order":
-                lambda key, params, body, now: self._order(_signer(key), params, now),
-            "create_mining_account":
-                lambda key, params, body, now: self._create_account(params, now),
-            "get_mining_hashrate": lambda key, params, body, now: self._hashrate(params, now),
-            "issue_jwt_token": lambda key, params, body, now: self._jwt(now),
-        }
-
-    # -- authentication ---------------------------------------------------------------------
-
-    def _authenticated(
-        self, op: Documented, request: web.Request, body: bytes, now: float
-    ) -> tuple[_Key | None, dict[str, Any]]:
-        """The key that signed a request of ``op`` (None where no key signs) and its
-        parameters by wire name (path, query and body), once its credentials are checked."""
-        auth = op.auth
-        key = None
-        if auth == "signed":
-            key, params = self._authenticate(request, request.path, body, now)
-        elif auth == "form":
-            params = _form(body)
-        else:
-            if auth != "none":
-                self._check_token(op, request, now)
-            params = _json_body(body) if body else {}
-        if request.query:
-            params = {**request.query, **params}
-        if request.match_info:
-            params = {**params, **request.match_info}
-        return key, params
-
-    def _check_token(self, op: Documented, request: web.Request, now: float) -> None:
-        """Refuse a request whose ``Authorization`` header carries no token the sandbox issued
-        that is still valid: an OAuth access token (``Bearer``), or a JWT for the card token."""
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if op.auth == "jwt":
-            token = token if scheme.lower() == "bearer" else header
-            issued = self._jwt_tokens
-        else:
-            token = token if scheme.lower() == "bearer" else ""
-            issued = self._access_tokens
-        expires = issued.get(token) if token else None
-        if expires is None or expires < now:
-            self.stats.auth_failed += 1
-            body = op.error_body(401)
-            raise _Refusal(401, body if body is not None else {"data": {"message": [
-                "Unauthorized."]}})
-
-    def _auth_failure(self, message: str) -> _Refusal:
-        self.stats.auth_failed += 1
-        return _validation(401, 0, message, {})
-
-    def _authenticate(
-        self, request: web.Request, path: str, body: bytes, now: float
-    ) -> tuple[_Key, dict[str, Any]]:
-        headers = request.headers
-        key = self._keys.get(headers.get("X-TXC-APIKEY", ""))
-        if key is None:
-            raise self._auth_failure("Invalid key")
-        payload = headers.get("X-TXC-PAYLOAD", "")
-        try:
-            if base64.b64decode(payload, validate=True) != body:
-                raise self._auth_failure("Invalid payload")
-        except (binascii.Error, ValueError):
-            raise self._auth_failure("Invalid payload") from None
-        expected = hmac.new(key.secret, payload.encode(), hashlib.sha512).hexdigest()
-        if not hmac.compare_digest(expected, headers.get("X-TXC-SIGNATURE", "")):
-            raise self._auth_failure("Invalid signature")
-        try:
-            params = _decode(body)
-        except msgspec.DecodeError:
-            raise _validation(400, 0, "Invalid JSON body", {}) from None
-        if not isinstance(params, dict):
-            raise _validation(400, 0, "Invalid JSON body", {})
-        if params.get("request") != path:
-            raise self._auth_failure("Invalid request: the request field must equal the path")
-        self._check_nonce(key, params, now)
-        return key, params
-
-    def _check_nonce(self, key: _Key, params: dict[str, Any], now: float) -> None:
-        raw = params.get("nonce")
-        # A string of digits, as documented (a JSON number, spaces, signs, underscores or other
-        # scripts' digits, which Python's int() would take, are not).
-        nonce = int(raw) if isinstance(raw, str) and _DIGITS.fullmatch(raw) else None
-        if nonce is None:
-            raise _validation(400, 0, "Validation failed", {"nonce": ["The nonce is required."]})
-        if params.get("nonceWindow") is True:
-            now_ms = int(now * 1000)
-            if abs(nonce - now_ms) > NONCE_WINDOW_MS:
-                self.stats.nonce_refused += 1
-                raise _validation(
-                    429, 0, "Your nonce is more than 5 seconds lesser than the current nonce", {}
-                )
-            if nonce in key.used_nonces:
-                self.stats.nonce_refused += 1
-                raise _validation(429, 0, "Too many requests.", {})
-            key.used_nonces.add(nonce)
-            key.nonce_order.append(nonce)
-            # Nonces older than the window are refused by the window check; forget them.
-            while key.nonce_order and key.nonce_order[0] < now_ms - 2 * NONCE_WINDOW_MS:
-                key.used_nonces.discard(key.nonce_order.popleft())
-        else:
-            if nonce <= key.last_nonce:
-                self.stats.nonce_refused += 1
-                raise _validation(429, 0, "Too many requests.", {})
-            key.last_nonce = nonce
-
-    # -- operations -------------------------------------------------------------------------
-
-    @staticmethod
-    def _int_param(
-        params: Mapping[str, Any], name: str, low: int, high: int, default: int | None
-    ) -> int | None:
-        value = params.get(name, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise _validation(400, 0, "Validation failed",
-                              {name: [f"The {name} must be between {low} and {high}."]})
-        return value
-
-    @staticmethod
-    def _timestamps(params: Mapping[str, Any]) -> tuple[int | None, int | None]:
-        start, end = params.get("from"), params.get("to")
-        for value in (start, end):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
-        if start is not None and end is not None and start > end:
-            raise _Refusal(422, {"code": 422, "message": "Incorrect timestamp"})
-        return start, end
-
-    def _balance(self, params: dict[str, Any]) -> Any:
-        if self.dialect == "spec" or "ticker" not in params:
-            return self.balance
-        ticker = params["ticker"]
-        if not isinstance(ticker, str):
-            raise _validation(422, 0, "Validation failed", {"ticker": ["validation.string"]})
-        # An unknown ticker is a zero balance, not an error.
-        return self.balance.get(ticker.upper(), {"main_balance": "0"})
-
-    def _rewards(self, params: dict[str, Any]) -> Any:
-        start, end = self._timestamps(params)
-        limit = self._int_param(params, "limit", 1, 100, 30)
-        offset = self._int_param(params, "offset", 0, 10000, 0)
-        assert limit is not None and offset is not None
-        limit = min(limit, self.max_page)
-        account = params.get("account")
-        if account is not None and not isinstance(account, str):
-            raise _validation(400, 0, "Validation failed",
-                              {"account": ["The account must be a string."]})
-        return {
-            "offset": offset,
-            "limit": limit,
-            "data": self.rewards.page(account, start, end, offset, limit),
-        }
-
-    def _hashrate(self, params: dict[str, Any], now: float) -> Any:
-        start, end = self._timestamps(params)
-        interval = params.get("interval", "1h")
-        step = _INTERVALS.get(interval) if isinstance(interval, str) else None
-        if step is None:
-            raise _validation(400, 0, "Validation failed",
-                              {"interval": ["The selected interval is invalid."]})
-        account = params.get("account")
-        if account is not None and not isinstance(account, str):
-            raise _validation(400, 0, "Validation failed",
-                              {"account": ["The account must be a string."]})
-        live = self.dialect == "live"
-        if live:
-            if account is None:
-                raise _validation(400, 0, "Validation failed",
-                                  {"account": ["The account field is required."]})
-            if account in self._disabled_accounts:
-                return {"data": []}
-            if account not in self.rewards.index and account not in self._created_accounts:
-                raise _validation(400, 0, "Validation failed", {"account": ["Account not found"]})
-        end = int(now) if end is None else end
-        start = end - 86400 if start is None else start
-        first = -(-start // step) * step
-        points: list[dict[str, Any]] = []
-        index = self.rewards.index.get(account or "", 0)
-        for moment in range(first, end + 1, step):
-            if len(points) >= 2000:
-                break
-            h = mix(self.seed, index, moment)
-            if live:
-                # H/s with no unit, and the share of rejected work as a JSON number.
-                points.append({"timestamp": moment,
-                               "hashrate": str((100 + h % 900) * 10**12 + (h >> 12) % 10**10),
-                               "rejectRate": msgspec.Raw(f"0.00{(h >> 40) % 100:02d}".encode())})
-            else:
-                points.append({"timestamp": moment,
-                               "hashrate": f"{100 + h % 900}.{(h >> 12) % 100:02d} TH/s"})
-        return {"data": {"account": account or "", "hashrate": points}}
-
-    def _investments(self, key: _Key, params: dict[str, Any]) -> Any:
-        if not key.b2b:
-            raise _validation(403, 0, "This API key has no access to B2B lending", {})
-        errors: dict[str, list[str]] = {}
-        ident, ticker, status = params.get("id"), params.get("ticker"), params.get("status")
-        if ident is not None and not isinstance(ident, str):
-            errors["id"] = ["The id must be a string."]
-        if ticker is not None and not isinstance(ticker, str):
-            errors["ticker"] = ["The ticker must be a string."]
-        if status is not None and (isinstance(status, bool) or status not in (1, 2)):
-            errors["status"] = ["The selected status is invalid."]
-        if errors:
-            raise _validation(400, 0, "Validation failed", errors)
-        limit = self._int_param(params, "limit", 1, 100, 100)
-        offset = self._int_param(params, "offset", 0, 10000, 0)
-        assert limit is not None and offset is not None
-        limit = min(limit, self.max_page)
-        records = self.investments.query(ident, ticker, status)
-        return {"offset": offset, "limit": limit, "records": records[offset : offset + limit]}
-
-    def _order(self, key: _Key, params: dict[str, Any], now: float) -> Any:
-        errors: dict[str, list[str]] = {}
-        for name in ("market", "side", "amount", "price", "activation_price"):
-            if name not in params:
-                errors[name] = [f"The {name} field is required."]
-        market = params.get("market")
-        if "market" in params and (not isinstance(market, str) or market not in MARKETS):
-            errors["market"] = ["Market is not available."]
-        if "side" in params and params.get("side") not in ("buy", "sell"):
-            errors["side"] = ["The selected side is invalid."]
-        amounts: dict[str, Decimal] = {}
-        for name in ("amount", "price", "activation_price", "stopLoss", "takeProfit"):
-            if name in params:
-                value = params[name]
-                if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
-                    errors[name] = [f"The {name} must be a numeric string."]
-                    continue
-                try:
-                    amounts[name] = Decimal(value)
-                except InvalidOperation:  # pragma: no cover - the pattern guarantees a number
-                    errors[name] = [f"The {name} must be a numeric string."]
-                    continue
-                if amounts[name] <= 0:
-                    errors[name] = [f"The {name} must be greater than 0."]
-        position = params.get("positionSide", "BOTH")
-        if position not in ("LONG", "SHORT", "BOTH"):
-            errors["positionSide"] = ["The selected positionSide is invalid."]
-        live = self.dialect == "live"
-        # Each dialect reads its own name and ignores the other, as the live service ignores
-        # client_order_id.
-        id_field = "clientOrderId" if live else "client_order_id"
-        client_id = params.get(id_field)
-        if client_id is not None and not (
-            isinstance(client_id, str) and _CLIENT_ORDER_ID.fullmatch(client_id)
-        ):
-            errors[id_field] = [
-                f"The {id_field} may only contain letters, digits, dashes, dots and "
-                "underscores."
-            ]
-        reduce_only = params.get("reduceOnly", False) if live else False
-        stp = params.get("stp", "no") if live else "no"
-        if live:
-            if not isinstance(reduce_only, bool):
-                errors["reduceOnly"] = ["The reduceOnly field must be true or false."]
-            if not isinstance(stp, str) or stp not in _STP:
-                errors["stp"] = ["The selected stp is invalid."]
-        if errors:
-            raise _validation(422, 30, "Request validation failed", errors)
-        if reduce_only and ("stopLoss" in params or "takeProfit" in params):
-            raise _validation(400, 30, "Validation failed", {"reduceOnly": [
-                "A reduce-only order cannot have stopLoss or takeProfit."]})
-        if amounts["amount"] < MIN_ORDER_AMOUNT:
-            raise _validation(400, 32, "Inner validation failed",
-                              {"amount": [f"Amount must be at least {MIN_ORDER_AMOUNT}."]})
-        # Unique among the account's open orders on the market (the sandbox's orders stay
-        # open): another market may reuse it.
-        if client_id is None:
-            client_id = ""
-        else:
-            placed = (str(market), str(client_id))
-            if placed in key.client_order_ids:
-                raise _validation(400, 36 if live else 31, "Inner validation failed",
-                                  {id_field: ["This client order id is already used."]})
-            key.client_order_ids.add(placed)
-        self._next_order_id += 1
-        order: dict[str, Any] = {
-            "order_id": self._next_order_id,
-            "client_order_id": client_id,
-            "market": market,
-            "side": params["side"],
-            "type": "stop limit",
-            "timestamp": round(now, 6),
-            "deal_money": "0",
-            "deal_stock": "0",
-            "amount": params["amount"],
-            "left": params["amount"],
-            "deal_fee": "0",
-            "price": params["price"],
-            "activation_price": params["activation_price"],
-            "status": "NEW",
-            "stp": _STP[stp],
-            "positionSide": position,
-        }
-        if live:
-            order = self._live_order(order, reduce_only)
-        if "stopLoss" in params or "takeProfit" in params:
-            order["oto"] = {
-                "otoId": self._next_order_id + 500_000_000,
-                "stopLoss": params.get("stopLoss", ""),
-                "takeProfit": params.get("takeProfit", ""),
-            }
-            if not order["oto"]["stopLoss"]:
-                del order["oto"]["stopLoss"]
-            if not order["oto"]["takeProfit"]:
-                del order["oto"]["takeProfit"]
-        self.stats.orders.append(order)
-        return order
-
-    def _live_order(self, order: dict[str, Any], reduce_only: bool) -> dict[str, Any]:
-        """``order`` as the live service answers it: camelCase names, ``reduceOnly``, and one of
-        the statuses REST returns, with the amounts dealt that go with it."""
-        state = _LIVE_ORDER_STATES[len(self.stats.orders) % len(_LIVE_ORDER_STATES)]
-        amount, price = Decimal(order["amount"]), Decimal(order["price"])
-        dealt = {"FILLED": amount, "PARTIALLY_FILLED": amount / 2}.get(state, Decimal(0))
-        money = dealt * price
-        order |= {
-            "status": state,
-            "deal_stock": _plain(dealt),
-            "deal_money": _plain(money),
-            "deal_fee": _plain(money * _TAKER_FEE),
-            "left": _plain(amount - dealt) if state != "CANCELED" else order["amount"],
-        }
-        live = {_LIVE_ORDER_FIELDS.get(name, name): value for name, value in order.items()}
-        live["reduceOnly"] = reduce_only
-        return live
-
-    def _create_account(self, params: dict[str, Any], now: float) -> Any:
-        name = params.get("name")
-        errors: dict[str, list[str]] = {}
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            errors["name"] = ["The name may only contain letters, digits and underscores "
-                              "(at most 255)."]
-        elif name in self._created_accounts or name in self.rewards.index:
-            errors["name"] = ["The name has already been taken."]
-        referral = params.get("referralCode")
-        if referral is not None and (not isinstance(referral, str) or len(referral) > 50):
-            errors["referralCode"] = ["The referral code may not be greater than 50 characters."]
-        if errors:
-            raise _validation(400, 0, "Validation failed", errors)
-        assert isinstance(name, str)
-        self._created_accounts[name] = int(now)
-        return {"data": {"name": name, "createdAt": int(now)}}
-
-    # -- OAuth ------------------------------------------------------------------------------
-
-    def _issue_refresh_token(self) -> str:
-        token = secrets.token_urlsafe(32)
-        self._refresh_tokens[token] = self.server_time() + REFRESH_TOKEN_LIFETIME
-        return token
-
-    def _refresh(self, body: bytes, now: float) -> Any:
-        form = _form(body)
-        if (
-            form.get("client_id") != self.oauth_client_id
-            or not hmac.compare_digest(form.get("client_secret", ""), self.oauth_client_secret)
-        ):
-            self.stats.auth_failed += 1
-            raise _Refusal(401, {"data": {"client_id": ["Invalid client."]}})
-        token = form.get("token", "")
-        expires = self._refresh_tokens.pop(token, None)
-        if expires is None or expires < now:
-            raise _Refusal(400, {"data": {"token": ["Invalid token."]}})
-        self.oauth_refresh_token = self._issue_refresh_token()
-        return {"data": {
-            "access_token": self._issue_access_token(now),
-            "expires_in": ACCESS_TOKEN_LIFETIME,
-            "refresh_token": self.oauth_refresh_token,
-            "scope": "general,history",
-            "token_type": "Bearer",
-        }}
-
-    def _issue_access_token(self, now: float) -> str:
-        token = secrets.token_urlsafe(32)
-        self._access_tokens[token] = now + ACCESS_TOKEN_LIFETIME
-        return token
-
-    def _token(self, params: dict[str, Any], now: float) -> Any:
-        """``/oauth2/token``: the application's credentials and the authorization code the
-        sandbox handed out (``oauth_code``, good once) for an access and a refresh token."""
-        op = _BY_NAME["oauth2_token"]
-        op.check(params, _TEXT_FORM)
-        if (
-            params.get("client_id") != self.oauth_client_id
-            or not hmac.compare_digest(str(params.get("client_secret", "")),
-                                       self.oauth_client_secret)
-            or not hmac.compare_digest(str(params.get("code", "")), self.oauth_code)
-        ):
-            self.stats.auth_failed += 1
-            raise _Refusal(401, op.error_body(401))
-        self.oauth_code = secrets.token_urlsafe(16)
-        self.oauth_refresh_token = self._issue_refresh_token()
-        return {"data": {
-            "access_token": self._issue_access_token(now),
-            "expires_in": ACCESS_TOKEN_LIFETIME,
-            "refresh_token": self.oauth_refresh_token,
-            "scope": "general,history",
-            "token_type": "Bearer",
-        }}
-
-    def _jwt(self, now: float) -> Any:
-        """``/api/v4/jwt``: a token the card token operation then takes as its
-        ``Authorization``."""
-        token = secrets.token_urlsafe(48)
-        expires = int(now) + JWT_LIFETIME
-        self._jwt_tokens[token] = expires
-        return {"data": {"token": token, "expires_at": expires}}
 
 
-def _plain(amount: Decimal) -> str:
-    """An amount as the service writes one: plain notation, no trailing zeros."""
-    text = format(amount, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _changed_answer(fault: _Fault, answer: Any, http_status: int) -> web.Response:
-    """The success answer ``answer`` (of ``http_status``) as an answer fault changes it."""
-    kind = fault.kind
-    if kind == "oversized":
-        return _padded(_encode(answer), fault.size, http_status)
-    answer = msgspec.json.decode(_encode(answer))  # a copy: the sandbox's records stay intact
-    if kind == "oto_empty_leg":
-        oto = answer.get("oto") if isinstance(answer, dict) else None
-        if isinstance(oto, dict):
-            for leg in ("stopLoss", "takeProfit"):
-                oto.setdefault(leg, "" if fault.value is None else fault.value)
-    elif kind == "unlisted_status":
-        if isinstance(answer, dict) and isinstance(answer.get("records"), list):
-            status = 9 if fault.value is None else fault.value
-            for record in answer["records"]:
-                record["status"] = status
-                record["plan"]["status"] = status
-        elif isinstance(answer, dict) and "status" in answer:
-            answer["status"] = "ACTIVATING" if fault.value is None else fault.value
-    else:  # non_finite
-        _replace_decimals(answer, "NaN" if fault.value is None else fault.value)
-    return _json(http_status, answer)
-
-
-def _replace_decimals(data: Any, value: Any) -> None:
-    if isinstance(data, dict):
-        for key, item in data.items():
-            if key in DECIMAL_FIELDS and isinstance(item, str):
-                data[key] = value
-            else:
-                _replace_decimals(item, value)
-    elif isinstance(data, list):
-        for item in data:
-            _replace_decimals(item, value)
-
-
-def _padded(body: bytes, size: int, status: int) -> web.Response:
-    """``body`` followed by spaces up to ``size`` bytes, streamed without a Content-Length."""
-
-    async def chunks() -> AsyncIterator[bytes]:
-        yield body
-        left = size - len(body)
-        block = b" " * (256 * 1024)
-        while left > 0:
-            piece = block if left >= len(block) else block[:left]
-            left -= len(piece)
-            yield piece
-
-    return web.Response(status=status, body=chunks(), content_type="application/json")
+def _checked_page(value: int) -> int:
+    """``value`` as ``max_page``: a whole number of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_page must be a whole number of at least 1, not {value!r}")
+    return value
 
 
 async def serve(port: int, host: str = "127.0.0.1", **kwargs: Any) -> None:
