@@ -7,7 +7,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
-__all__ = ["MILLISECOND_FIELDS", "TIME_FIELDS", "is_time", "iso_time", "rigid", "shown"]
+__all__ = [
+    "MILLISECOND_FIELDS", "TIME_FIELDS", "is_identifier", "is_time", "iso_time", "rigid",
+    "shown",
+]
 
 #: Fields holding Unix seconds (an integer, or a number with a fraction) in the service's
 #: answers: shown as ISO 8601 UTC times on a terminal (as sent in JSON and TSV).
@@ -64,12 +67,18 @@ def shown(column: str, text: str) -> str:
         return text
 
 
-def rigid(column: str, cells: list[str]) -> bool:
-    """Whether a column is never cut: a time, an id, or numbers (with a unit or not) in every
-    cell it fills. A cut number or id could be read as another; other text is cut with an
-    ellipsis."""
+def is_identifier(column: str) -> bool:
+    """Whether a column names or identifies a record (``id``, ``order_id``, ``name``,
+    ``mining_account_name``)."""
     leaf = _leaf(column)
-    if is_time(column) or leaf == "id" or leaf.endswith("_id"):
+    return leaf in ("id", "name") or leaf.endswith(("_id", "_name"))
+
+
+def rigid(column: str, cells: list[str]) -> bool:
+    """Whether a column is never cut: a time, an id or a name, or numbers (with a unit or
+    not) in every cell it fills. A cut number or id could be read as another; other text is
+    cut with an ellipsis."""
+    if is_time(column) or is_identifier(column):
         return True
     filled = [cell for cell in cells if cell]
     return bool(filled) and all(_QUANTITY.fullmatch(cell) for cell in filled)

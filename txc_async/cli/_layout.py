@@ -21,13 +21,15 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ._cells import is_time, rigid
+from ._cells import is_identifier, is_time, rigid
 from ._render import printable
 
 __all__ = ["Layout", "draw_fields", "draw_records", "draw_table", "layout"]
 
 #: The narrowest a cut text column gets (its ellipsis included).
 TEXT_LEAST = 8
+#: The longest header word a cut text column keeps whole.
+WORD_MOST = 14
 #: What a table takes beyond its cells: a left edge, and per column two spaces of padding and
 #: one rule (rich's default box, padding (0, 1), edges shown).
 EDGE = 1
@@ -78,7 +80,8 @@ def layout(
         fixed = rigid(name, cells)
         longest_word = max(_width(word) for word in header_of(name).split())
         natural = max([longest_word, *(_width(cell) for cell in cells)])
-        least = natural if fixed else min(natural, TEXT_LEAST)
+        # A cut text column keeps its header's words whole when they are not long.
+        least = natural if fixed else min(natural, max(TEXT_LEAST, min(longest_word, WORD_MOST)))
         if least + PER_COLUMN <= budget:
             chosen.append((name, fixed, least, natural))
             budget -= least + PER_COLUMN
@@ -86,12 +89,47 @@ def layout(
             left_out.append(name)
     if any(name in left_out for name in essential):
         return Layout(None, left_out)
-    columns = []
-    for name, fixed, least, natural in chosen:
-        grown = min(natural - least, budget)
-        budget -= grown
-        columns.append(Column(name, header_of(name), fixed, least + grown))
-    return Layout(columns, left_out)
+    widths = _share(budget, {name: (least, natural) for name, _, least, natural in chosen})
+    return Layout([Column(name, header_of(name), fixed, widths[name])
+                   for name, fixed, _, _ in chosen], left_out)
+
+
+def _share(budget: int, wants: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Widths from ``(least, natural)`` per column, the ``budget`` left shared out evenly
+    among the columns narrower than their natural width (one that needs less than an even
+    share gets what it needs, and the rest is shared among the others)."""
+    widths = {name: least for name, (least, _) in wants.items()}
+    hungry = sorted((natural - least, name) for name, (least, natural) in wants.items()
+                    if natural > least)
+    while hungry and budget > 0:
+        share = budget // len(hungry)
+        need, name = hungry[0]
+        if need <= share:
+            hungry.pop(0)
+            widths[name] += need
+            budget -= need
+            continue
+        if share == 0:  # fewer columns than spare cells: one more each, first come
+            for _, name in hungry[:budget]:
+                widths[name] += 1
+            break
+        for index, (need, name) in enumerate(hungry):
+            widths[name] += share
+            hungry[index] = (need - share, name)
+        budget -= share * len(hungry)
+    return widths
+
+
+def _header(header: str, width: int) -> Text:
+    """A header's words in lines of at most ``width`` cells (a longer word on a line of its
+    own, folded by rich): the table's header wraps between words only."""
+    lines: list[str] = []
+    for word in header.split():
+        if lines and _width(lines[-1]) + 1 + _width(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return Text("\n", no_wrap=False, overflow="fold").join(_text(line) for line in lines)
 
 
 def _console(stream: TextIO, width: int, terminal: bool) -> Console:
@@ -116,7 +154,8 @@ def draw_table(
     for column in columns:
         # Every width is the column's widest cell at least when it is rigid: nothing is cut
         # there (an ellipsis would show it, were it ever).
-        table.add_column(_text(column.header), width=column.width, no_wrap=True,
+        table.add_column(_header(column.header, column.width), width=column.width,
+                         no_wrap=True,
                          overflow="ellipsis", justify=_justify(column))
     for row in rows:
         table.add_row(*(_text(row.get(c.name, ""), cut=True) for c in columns))
@@ -125,8 +164,7 @@ def draw_table(
 
 def _justify(column: Column) -> JustifyMethod:
     """Numbers to the right, so that their digits line up; ids, times and text to the left."""
-    leaf = column.name.rsplit(".", 1)[-1]
-    number = column.rigid and not is_time(column.name) and leaf != "id" and not leaf.endswith("_id")
+    number = column.rigid and not is_time(column.name) and not is_identifier(column.name)
     return "right" if number else "left"
 
 

@@ -132,7 +132,7 @@ class Output:
             return
         row = {key: shown(key, text) for key, text in flatten(to_plain(value, human=True)).items()}
         if not row:
-            self.note(f"{title}: the answer holds no fields")
+            self.note(f"{title}: the answer is empty")
             return
         from ._layout import draw_fields
 
