@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 __all__ = [
-    "MILLISECOND_FIELDS", "TIME_FIELDS", "is_identifier", "is_time", "iso_time", "rigid",
-    "shown",
+    "MILLISECOND_FIELDS", "TIME_FIELDS", "is_identifier", "is_time", "iso_time", "printable",
+    "rigid", "shown",
 ]
 
 #: Fields holding Unix seconds (an integer, or a number with a fraction) in the service's
@@ -82,3 +82,14 @@ def rigid(column: str, cells: list[str]) -> bool:
         return True
     filled = [cell for cell in cells if cell]
     return bool(filled) and all(_QUANTITY.fullmatch(cell) for cell in filled)
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on or not show (control characters,
+    escape sequences, direction overrides, zero-width and other unprintable characters)
+    written as an escape (``\\x1b``, ``\\u202e``): a value is shown as it is, never able to
+    move the cursor, colour the screen or disguise itself."""
+    if text.isprintable():
+        return text
+    # ascii() writes such a character as Python escapes it (no printable one is escaped here).
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)

@@ -12,14 +12,11 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 import txc_async
 
 from ._cells import iso_time
-
-if TYPE_CHECKING:
-    from ._render import Plain
 
 UNITS = ("H/s", "kH/s", "MH/s", "GH/s", "TH/s", "PH/s", "EH/s")
 _WITH_UNIT = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kKMGTPE]?)H/s\s*")
@@ -85,25 +82,10 @@ def _hashrate_fields() -> dict[type, tuple[str, str]]:
     }
 
 
-def with_units(record: object, fields: dict[str, Plain], *, human: bool) -> dict[str, Plain]:
-    """A record's plain ``fields`` with the unit of its hashrate: a ``<field>_unit`` field
-    right after it (None when the value is not a number), or with ``human`` the hashrate
-    written in a unit that suits it, with the unit."""
-    known = _hashrate_fields().get(type(record))
-    if known is None:
-        return fields
-    name, bare = known
-    value = fields.get(name)
-    if not isinstance(value, str):
-        return fields
-    if human:
-        return fields | {name: readable(value, bare)}
-    with_unit: dict[str, Plain] = {}
-    for key, item in fields.items():
-        with_unit[key] = item
-        if key == name:
-            with_unit[f"{name}_unit"] = unit_of(value, bare)
-    return with_unit
+def hashrate_field(record: object) -> tuple[str, str] | None:
+    """A record's hashrate field and the unit of a plain number in it; None for a record
+    without one."""
+    return _hashrate_fields().get(type(record))
 
 
 def unit_for(values: Sequence[Decimal]) -> tuple[str, Decimal]:

@@ -21,8 +21,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ._cells import is_identifier, is_time, rigid
-from ._render import printable
+from ._cells import is_identifier, is_time, printable, rigid
 
 __all__ = ["Layout", "draw_fields", "draw_records", "draw_table", "layout"]
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TextIO, TypeAlias
 
-from ._cells import shown
+from ._cells import printable, shown
 
 __all__ = ["Output", "Plain", "flatten", "printable", "to_plain"]
 
@@ -51,11 +51,32 @@ def to_plain(value: object, *, human: bool = False) -> Plain:
         return [to_plain(item, human=human) for item in value]
     names = getattr(value, "__struct_fields__", None)
     if names is not None:
-        from ._hashrate import with_units
-
         fields = {name: to_plain(getattr(value, name), human=human) for name in names}
-        return with_units(value, fields, human=human)
+        return _with_units(value, fields, human=human)
     raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def _with_units(record: object, fields: dict[str, Plain], *, human: bool) -> dict[str, Plain]:
+    """A record's plain ``fields`` with the unit of its hashrate, if it has one: a
+    ``<field>_unit`` field right after it (None when the value is not a number), or with
+    ``human`` the hashrate written in a unit that suits it, with the unit."""
+    from ._hashrate import hashrate_field, readable, unit_of
+
+    known = hashrate_field(record)
+    if known is None:
+        return fields
+    name, bare = known
+    value = fields.get(name)
+    if not isinstance(value, str):
+        return fields
+    if human:
+        return fields | {name: readable(value, bare)}
+    with_unit: dict[str, Plain] = {}
+    for key, item in fields.items():
+        with_unit[key] = item
+        if key == name:
+            with_unit[f"{name}_unit"] = unit_of(value, bare)
+    return with_unit
 
 
 def flatten(value: Plain, prefix: str = "") -> dict[str, str]:
@@ -73,17 +94,6 @@ def flatten(value: Plain, prefix: str = "") -> dict[str, str]:
     if isinstance(value, list):
         return {name: json.dumps(value, separators=(",", ":"))}
     return {name: str(value)}
-
-
-def printable(text: str) -> str:
-    """``text`` with every character a terminal would act on or not show (control characters,
-    escape sequences, direction overrides, zero-width and other unprintable characters)
-    written as an escape (``\\x1b``, ``\\u202e``): a value is shown as it is, never able to
-    move the cursor, colour the screen or disguise itself."""
-    if text.isprintable():
-        return text
-    # ascii() writes such a character as Python escapes it (no printable one is escaped here).
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def nothing(title: str) -> str:
