@@ -187,7 +187,10 @@ def draw_fields(
     """One object as a table of its fields, a name and a value each."""
     table = Table(title=_text(title), title_justify="left", header_style="bold")
     table.add_column(_text(headers[0]), no_wrap=True)
-    table.add_column(_text(headers[1]))
+    # Numbers only (balances by ticker): to the right, their digits lined up.
+    numbers = rigid(headers[1], list(row.values())) and not any(
+        is_time(key) or is_identifier(key) for key in row)
+    table.add_column(_text(headers[1]), justify="right" if numbers else "left")
     for key, text in row.items():
         table.add_row(_text(key), _value(key, text))
     _console(stream, width, terminal).print(table)
