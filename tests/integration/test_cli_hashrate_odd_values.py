@@ -40,7 +40,7 @@ def test_an_odd_hashrate_is_shown_as_sent_and_left_out_of_the_drawing(odd: str) 
     assert "hashrate of rig (TH/s, UTC)" in drawn
     assert drawn.splitlines()[-1] == (
         f"not drawn: 1 point whose hashrate or time is not a finite number a drawing holds "
-        f"(2024-01-01 01:00 {odd!r})"
+        f"(2024-01-01T01:00:00Z {odd!r})"
     )
 
 

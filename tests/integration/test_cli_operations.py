@@ -212,7 +212,7 @@ def test_hashrate_table_on_a_terminal_is_scaled() -> None:
     stream = io.StringIO()
     Output(json_mode=False, stream=stream, terminal=True).rows(rows, "hashrate of pool")
     table = stream.getvalue()
-    assert "hashrate of pool" in table and "2024-01-01 00:00:00" in table and "1.50" in table
+    assert "hashrate of pool" in table and "2024-01-01T00:00:00Z" in table and "1.50" in table
 
 
 # -- writes ---------------------------------------------------------------------------------------

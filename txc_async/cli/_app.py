@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -77,12 +78,40 @@ def _completion(shell: str) -> int:
     return 0
 
 
+#: Options of a command that are mistyped before it (``txc-async --json balance``).
+_COMMAND_OPTIONS = ("--json", "--dry-run", "--yes", "--all", "--plot")
+
+
+def misplaced_option(argv: Sequence[str]) -> str | None:
+    """The usage error for an option of a command given before the command's name, naming
+    the command line that works; None when there is none."""
+    words = list(argv)
+    misplaced: list[int] = []
+    index = 0
+    while index < len(words) and words[index].startswith("-") and words[index] != "--":
+        if words[index] in _COMMAND_OPTIONS:
+            misplaced.append(index)
+        # --profile NAME: its value is no command's name.
+        index += 2 if words[index] == "--profile" else 1
+    if not misplaced:
+        return None
+    options = [words[i] for i in misplaced]
+    rest = [word for i, word in enumerate(words) if i not in misplaced]
+    # After the command and its arguments: the command line that works.
+    fixed = shlex.join([PROG, *rest, *options])
+    verb = "goes" if len(options) == 1 else "go"
+    return f"{' and '.join(options)} {verb} after the command's name, not before it: {fixed}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``txc-async``; returns the exit status."""
     from ._completion import complete_if_asked
 
     parser = build_parser()
     complete_if_asked(parser)
+    misplaced = misplaced_option(sys.argv[1:] if argv is None else argv)
+    if misplaced is not None:
+        return _fail(misplaced, 2)
     args = parser.parse_args(argv)
     if args.command == "completion":
         return _completion(args.shell)

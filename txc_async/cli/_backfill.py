@@ -121,7 +121,9 @@ class Progress:
             # Budget returns when the request max_requests back leaves the window.
             target = requests - limit.max_requests + 1
             freed = next((t for t, n in samples if n >= target), now) + limit.per_seconds
-            parts.insert(0, f"waiting for rate-limit budget, ~{max(0.0, freed - now):.0f} s")
+            wait = freed - now
+            parts.insert(0, "waiting for rate-limit budget, "
+                         + (f"~{wait:.0f} s" if wait >= 1 else "less than 1 s"))
         elif now - quiet_since >= 2.0:
             parts.insert(0, f"waiting for answers ({now - quiet_since:.0f} s)")
         elif progress.fraction > 0.01:
@@ -140,12 +142,15 @@ class Progress:
             self._bar.set_postfix_str(self.status(now), refresh=False)
             self._bar.refresh()
             return
+        # Sampled at every tick, printed or not: a wait is reckoned from when requests went
+        # out, which a sample taken only as often as a line is printed does not know.
+        status = self.status(now)
         if force or now - self._last_plain >= self._plain_every:
             self._last_plain = now
             line = tqdm.format_meter(
                 percent, 100, now - self._progress.started, prefix=label,
                 bar_format="{desc}: {percentage:5.1f}% after {elapsed}{postfix}",
-                postfix=self.status(now),
+                postfix=status,
             )
             print(line, file=self._stream, flush=True)
 

@@ -8,6 +8,7 @@ value is a usage error naming the flag) and builds the request, real or ``--dry-
 from __future__ import annotations
 
 import argparse
+import enum
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -51,6 +52,25 @@ def _paged(args: argparse.Namespace, op: Operation[Any]) -> tuple[dict[str, Any]
     return page, {name: value for name, value in page.items() if name not in ("limit", "offset")}
 
 
+def _title(noun: str, given: dict[str, Any]) -> str:
+    """A table's title: what it lists, and the filters given (``mining rewards (account
+    nope)``), which also name what matched nothing."""
+    from decimal import Decimal
+
+    from ._cells import is_time, iso_time
+
+    parts = []
+    for name, value in given.items():
+        if isinstance(value, enum.Enum):
+            text = value.name.lower() if isinstance(value, int) else str(value.value)
+        elif is_time(name) or name in ("start", "end"):
+            text = iso_time(Decimal(value)) if isinstance(value, int) else str(value)
+        else:
+            text = str(value)
+        parts.append(f"{name.replace('_', ' ')} {text}")
+    return f"{noun} ({', '.join(parts)})" if parts else noun
+
+
 def _ping(args: argparse.Namespace, settings: Settings) -> Invocation:
     def show(output: Output, alive: object) -> int:
         if output.json_mode:
@@ -76,6 +96,7 @@ def _balance(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 def _investments(args: argparse.Namespace, settings: Settings) -> Invocation:
     page, filters = _paged(args, INVESTMENTS)
+    title = _title("investments", filters if args.all else page)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.investments_history(**page)
@@ -85,9 +106,9 @@ def _investments(args: argparse.Namespace, settings: Settings) -> Invocation:
 
     def show(output: Output, result: object) -> int:
         assert isinstance(result, txc_async.InvestmentsPage)
-        return _show_page(output, result, result.records, "investments")
+        return _show_page(output, result, result.records, title)
 
-    return Invocation(call, show, frozenset(page), walk if args.all else None, "investments")
+    return Invocation(call, show, frozenset(page), walk if args.all else None, title)
 
 
 def _show_page(output: Output, page: object, records: Sequence[object], title: str) -> int:
@@ -148,6 +169,7 @@ def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invo
 
 def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
     page, filters = _paged(args, MINING_REWARDS)
+    title = _title("mining rewards", filters if args.all else page)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.mining_rewards(**page)
@@ -157,9 +179,9 @@ def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
 
     def show(output: Output, result: object) -> int:
         assert isinstance(result, txc_async.RewardsPage)
-        return _show_page(output, result, list(result.data), "mining rewards")
+        return _show_page(output, result, list(result.data), title)
 
-    return Invocation(call, show, frozenset(page), walk if args.all else None, "mining rewards")
+    return Invocation(call, show, frozenset(page), walk if args.all else None, title)
 
 
 def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -177,7 +199,7 @@ def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation
         if output.json_mode or not (output.terminal or args.plot):
             return _show_page(output, series, list(series.hashrate), "hashrate")
         if not series.hashrate:
-            print(f"no hashrate points for {series.account} in this range", file=output.errors)
+            output.note(f"no records: {_title('hashrate points', params)}")
         elif args.plot:
             plot(series, output.stream, terminal=output.terminal)
         else:

@@ -1,7 +1,9 @@
 """How the result of any operation is written: JSON with ``--json``, else by its shape through
 the command line's `Output`: a list of records as a table, a mapping of records (balances by
 ticker) as a table with the key first, one record as its fields, a page (one list of records
-beside a few numbers) as the table of its records, and a bare value as it is."""
+beside a few numbers) as the table of its records, and a bare value as it is. An answer without
+records says so on stderr and writes nothing to stdout (with ``--json``: its document, ``[]``
+or the page with its empty list)."""
 
 from __future__ import annotations
 
@@ -18,15 +20,27 @@ def _records(value: Plain) -> bool:
 
 
 def _the_page_list(plain: Mapping[str, Plain]) -> str | None:
-    """The field holding a page's records: the one field that is a list, when it is a
-    non-empty list of records and every other field a bare value (a limit, an offset, a
-    total); else None."""
+    """The field holding a page's records: the one field that is a list, when it is a list of
+    records (or an empty list beside nothing but numbers: a limit, an offset, a total) and
+    every other field a bare value; else None."""
     lists = [key for key, item in plain.items() if isinstance(item, list | dict)]
     if len(lists) != 1:
         return None
     key = lists[0]
     items = plain[key]
-    return key if isinstance(items, list) and items and _records(items) else None
+    if not isinstance(items, list) or not _records(items):
+        return None
+    if items:
+        return key
+    # An empty list is a page's only beside its paging numbers (a bool is no number here).
+    return key if all(type(item) is int for k, item in plain.items() if k != key) else None
+
+
+def _field(result: object, name: str) -> object:
+    """The field ``name`` of a struct or a mapping."""
+    if isinstance(result, Mapping):
+        return result[name]
+    return getattr(result, name)
 
 
 def show_result(output: Output, result: object, title: str) -> int:
@@ -36,26 +50,26 @@ def show_result(output: Output, result: object, title: str) -> int:
         return 0
     plain = to_plain(result)
     if isinstance(plain, list):
-        output.records(plain, title)
+        assert isinstance(result, list | tuple)
+        output.records(result, title)
     elif isinstance(plain, dict) and plain and all(isinstance(v, dict) for v in plain.values()):
-        output.rows([{"key": key} | flatten(item) for key, item in plain.items()], title)
+        items = result.items() if isinstance(result, Mapping) else (
+            (key, _field(result, key)) for key in plain)
+        output.rows([{"key": str(key)} | output.row(item) for key, item in items], title)
     elif isinstance(plain, dict):
         page = _the_page_list(plain)
         if page is None:
-            output.fields(plain, title)
+            output.fields(result, title)
         else:
             rest = ", ".join(f"{key} {text}" for key, text in flatten(
                 {key: item for key, item in plain.items() if key != page}).items())
-            output.records(_list(plain[page]), f"{title}: {page}")
+            records = _field(result, page)
+            assert isinstance(records, list | tuple)
+            output.records(records, f"{title}: {page}")
             if rest:
-                print(rest, file=output.errors)
+                output.note(rest)
     elif plain is None:
-        print("done (the answer holds no data)", file=output.errors)
+        output.note("done (the answer holds no data)")
     else:
         print(plain if not isinstance(plain, bool) else str(plain).lower(), file=output.stream)
     return 0
-
-
-def _list(value: Plain) -> list[Plain]:
-    assert isinstance(value, list)
-    return value
