@@ -33,7 +33,7 @@ from txc_async._limiters.url import check_limiter_url, default_limiter_url, limi
 from txc_async._operations import DEFAULT_BASE_URL
 
 from ._arguments import UsageError, last_whole_day_end
-from ._profiles import Settings, load_settings
+from ._profiles import Settings, load_settings, missing_credentials
 
 #: How often a progress display that is not a terminal prints a line.
 PLAIN_PROGRESS_EVERY = 10.0
@@ -207,6 +207,9 @@ async def run_backfill(args: argparse.Namespace) -> int:
     streaming = args.out == "-" or _is_stream(args.out)
     fmt = _output_format("-" if streaming else args.out, args.format)
     settings = load_settings(args.profile)
+    problem = missing_credentials(settings, "backfill-rewards")
+    if problem is not None:
+        raise problem
     limiter: Limiter = limiter_from_url(_limiter_url(args.limiter, settings))
     async with Client(
         settings.api_key, settings.api_secret,

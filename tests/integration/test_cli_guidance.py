@@ -1,0 +1,163 @@
+"""What the command line tells an operator, at 120 columns: missing credentials name the
+variables, ``--profile`` and the configuration file; a write is summed up before it is
+confirmed (declining sends nothing and exits 0); a rotated OAuth refresh token is saved to the
+profile it came from; a hashrate series is read whole past the service's points per answer;
+``--out DIR/`` writes inside the directory; progress lines fit the terminal.
+
+The sandbox serves from a thread with its own event loop; each command runs through ``main``
+as the console script does, with its own ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from txc_async.cli import main
+from txc_async.sandbox import Sandbox
+
+pytestmark = pytest.mark.asyncio_only
+
+ORDER_PATH = "/api/v4/order/collateral/stop-limit"
+ACCOUNT_PATH = "/api/v4/mining/accounts/create"
+ORDER = ["order", "stop-limit", "--market", "BTC_USDT", "--side", "sell", "--amount", "0.01",
+         "--price", "59000", "--activation-price", "60000"]
+WIDTH = 120
+
+
+def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No setting of this machine's user reaches the commands; a terminal of 120 columns."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    monkeypatch.setenv("LINES", "40")
+    for name in ("TXC_API_KEY", "TXC_API_SECRET", "TXC_BASE_URL", "TXC_LIMITER",
+                 "TXC_OAUTH_CLIENT_ID", "TXC_OAUTH_CLIENT_SECRET", "TXC_OAUTH_REFRESH_TOKEN",
+                 "TXC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+
+
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No sandbox: only an isolated environment; returns the configuration file's path."""
+    _isolate(monkeypatch, tmp_path)
+    return tmp_path / "config" / "txc-async" / "config.toml"
+
+
+@pytest.fixture
+def box(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Sandbox]:
+    """A sandbox serving from a thread, and an environment pointing the command line at it."""
+    ready = threading.Event()
+    held: dict[str, Any] = {}
+
+    async def serve() -> None:
+        async with Sandbox(mining_accounts=3, rewards_days=5) as sandbox:
+            held["box"], held["loop"] = sandbox, asyncio.get_running_loop()
+            held["stop"] = asyncio.Event()
+            ready.set()
+            await held["stop"].wait()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    assert ready.wait(30)
+    sandbox: Sandbox = held["box"]
+    _isolate(monkeypatch, tmp_path)
+    monkeypatch.setenv("TXC_BASE_URL", sandbox.url)
+    monkeypatch.setenv("TXC_API_KEY", sandbox.api_key)
+    monkeypatch.setenv("TXC_API_SECRET", sandbox.api_secret)
+    yield sandbox
+    held["loop"].call_soon_threadsafe(held["stop"].set)
+    thread.join(30)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Exit status, stdout and stderr of ``txc-async ARGV``."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sent(box: Sandbox) -> int:
+    return sum(box.stats.received.values())
+
+
+def fits(text: str) -> bool:
+    return all(len(line) <= WIDTH for line in text.splitlines())
+
+
+def _config(path: Path, text: str, mode: int = 0o600) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+# -- missing credentials --------------------------------------------------------------------------
+
+
+def test_no_credentials_names_the_variables_the_profile_flag_and_the_file(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    code, out, err = run(capsys, "balance")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1  # one line, as every error
+    for part in ("balance needs an API key", "TXC_API_KEY", "TXC_API_SECRET",
+                 "--profile NAME", str(isolated), "nothing was sent"):
+        assert part in err
+    assert "give api_key" not in err
+
+
+def test_a_key_without_its_secret_says_which_is_missing(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("TXC_API_KEY", "key-1234567890")
+    code, _, err = run(capsys, "balance")
+    assert code == 1 and "TXC_API_KEY is set but TXC_API_SECRET is not" in err
+    assert "set TXC_API_SECRET as well" in err and "--profile NAME" in err
+    assert "key-1234567890" not in err
+    monkeypatch.delenv("TXC_API_KEY")
+    monkeypatch.setenv("TXC_API_SECRET", "secret-1234567890")
+    code, _, err = run(capsys, "ping")
+    assert code == 1 and "TXC_API_SECRET is set but TXC_API_KEY is not" in err
+    assert "secret-1234567890" not in err
+    # A named profile without a secret: the profile and the file are named.
+    _config(isolated, '[profiles.live]\napi_key = "key-1234567890"\n')
+    monkeypatch.delenv("TXC_API_SECRET")
+    code, _, err = run(capsys, "--profile", "live", "balance")
+    assert code == 1 and f"[profiles.live] in {isolated} has api_key but no api_secret" in err
+    _config(isolated, '[profiles.live]\nbase_url = "http://127.0.0.1:9"\n')
+    code, _, err = run(capsys, "--profile", "live", "mining", "rewards")
+    assert code == 1 and "[profiles.live]" in err and "has no api_key and api_secret" in err
+
+
+def test_a_write_without_credentials_is_refused_before_it_is_asked(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    code, _, err = run(capsys, *ORDER, "--yes")
+    assert code == 1 and "order stop-limit needs an API key" in err and "TXC_API_KEY" in err
+
+
+def test_a_backfill_without_credentials_names_the_fix_and_writes_nothing(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    out = tmp_path / "rewards.jsonl"
+    code, _, err = run(capsys, "backfill-rewards", "--start", "2024-01-01", "--end",
+                       "2024-01-02", "--out", str(out))
+    assert code == 1 and "backfill-rewards needs an API key" in err and "--profile" in err
+    assert not out.exists()
