@@ -93,7 +93,9 @@ def sent(box: Sandbox) -> int:
 
 
 def fits(text: str) -> bool:
-    return all(len(line) <= WIDTH for line in text.splitlines())
+    """Whether every line is within the terminal; the answer to a question ends its line
+    (the terminal's echo, which a test's stdin does not make)."""
+    return all(len(line) <= WIDTH for line in text.replace("[y/N] ", "[y/N]\n").splitlines())
 
 
 def _config(path: Path, text: str, mode: int = 0o600) -> Path:
@@ -161,3 +163,81 @@ def test_a_backfill_without_credentials_names_the_fix_and_writes_nothing(
                        "2024-01-02", "--out", str(out))
     assert code == 1 and "backfill-rewards needs an API key" in err and "--profile" in err
     assert not out.exists()
+
+
+# -- the confirmation of a write ------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_an_order_is_summed_up_before_it_is_confirmed_and_declining_exits_0(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal("n\n"))
+    code, out, err = run(capsys, *ORDER, "--stop-loss", "58000", "--take-profit", "61000",
+                         "--client-order-id", "protect-9")
+    assert (code, out) == (0, "")
+    summary = err.splitlines()
+    assert summary[0] == ("order stop-limit: place a stop-limit order on the collateral "
+                          "market")
+    rows = {line.split("  ", 2)[1].strip(): line.split("  ", 2)[2].strip()
+            for line in summary[1:] if line.startswith("  ")}
+    assert rows == {
+        "market": "BTC_USDT", "side": "sell", "amount": "0.01", "price": "59000",
+        "activation price": "60000", "stop loss": "58000", "take profit": "61000",
+        "client order id": "protect-9",
+        "sent to": f"POST {box.url}{ORDER_PATH}",
+        "API key": f"{box.api_key[:4]}… ({len(box.api_key)} characters)",
+    }
+    # No HTTP dump: no header, no JSON body, the id under one name only.
+    assert "X-TXC" not in err and "{" not in err and "clientOrderId" not in err
+    assert err.count("protect-9") == 1 and box.api_secret not in err
+    # (The answer's newline is the terminal's echo, which a test's stdin does not make.)
+    assert summary[-1] == ("Place this order? [y/N] "
+                           "txc-async: order stop-limit not confirmed: nothing was sent")
+    assert fits(err)
+    assert sent(box) == 0
+
+
+def test_a_generated_write_is_summed_up_within_the_terminal_and_a_yes_places_it_once(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    code, _, err = run(capsys, "collateral", "create-collateral-stop-limit-order",
+                         "--market", "BTC_USDT", "--side", "buy", "--amount", "0.5",
+                         "--price", "58000", "--activation-price", "57000")
+    assert code == 0, err
+    (placed,) = box.stats.orders
+    order_id = str(placed.get("clientOrderId", placed.get("client_order_id")))
+    assert err.startswith("collateral create-collateral-stop-limit-order: ")
+    assert f"  client order id   {order_id}\n" in err and "  side              buy\n" in err
+    assert "? [y/N] " in err and fits(err)
+
+
+def test_a_long_value_is_wrapped_within_the_terminal() -> None:
+    from txc_async._operations import OPERATIONS
+    from txc_async.cli._dry_run import CapturedRequest
+    from txc_async.cli._writes import Write, summarize
+
+    op = OPERATIONS["create_collateral_bulk_order"]
+    orders = [{"market": "BTC_USDT", "side": "buy", "amount": "0.01", "price": str(50000 + n)}
+              for n in range(12)]
+    body = ('{"orders":' + str(orders).replace("'", '"') + ',"request":"/x","nonce":"1"}')
+    request = CapturedRequest("POST", "https://whitebit.com/api/v4/order/collateral/bulk",
+                              {"X-TXC-APIKEY": "k"}, body.encode())
+    text = summarize(Write("collateral bulk", "Send", "", operation=op), request, "key-123456789",
+                     WIDTH)
+    assert fits(text) and "50011" in text and "nonce" not in text
+    assert text.splitlines()[1].startswith("  orders   [")
+    assert all(line.startswith("           ") for line in text.splitlines()[2:-2])
+
+
+def test_a_dry_run_still_prints_the_request(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *ORDER, "--dry-run")
+    assert code == 0 and out.startswith(f"POST {box.url}{ORDER_PATH}\n")
+    assert "X-TXC-SIGNATURE" in out and "nothing was sent" in err

@@ -130,7 +130,7 @@ def _invocation(
         given |= {param.name: SECRET_PLACEHOLDER for param in secrets}
     params = dict(given)
     write = None if op.retry_safe else Write(
-        command, f"Send {name}", _what_to_check(op, params, order_id))
+        command, f"Send {name}", _what_to_check(op, params, order_id), operation=op)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
         return client.call(op, **params)

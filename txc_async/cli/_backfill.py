@@ -207,10 +207,11 @@ async def run_backfill(args: argparse.Namespace) -> int:
     streaming = args.out == "-" or _is_stream(args.out)
     fmt = _output_format("-" if streaming else args.out, args.format)
     settings = load_settings(args.profile)
+    limiter_url = _limiter_url(args.limiter, settings)
     problem = missing_credentials(settings, "backfill-rewards")
     if problem is not None:
         raise problem
-    limiter: Limiter = limiter_from_url(_limiter_url(args.limiter, settings))
+    limiter: Limiter = limiter_from_url(limiter_url)
     async with Client(
         settings.api_key, settings.api_secret,
         base_url=settings.base_url or DEFAULT_BASE_URL, limiter=limiter,

@@ -15,13 +15,13 @@ from types import FrameType
 
 import txc_async
 
-from ._arguments import UsageError
+from ._arguments import PROG, UsageError
 from ._dry_run import CapturedRequest, capture, describe, render
 from ._invocation import Invocation
 from ._operations import invocation_of
 from ._profiles import ConfigError, Settings, load_settings, missing_credentials
 from ._render import Output
-from ._writes import Write, confirm, lost_answer, may_have_taken_effect
+from ._writes import Declined, Write, confirm, lost_answer, may_have_taken_effect, summarize
 
 
 @dataclass
@@ -94,8 +94,12 @@ async def _run_operation(args: argparse.Namespace, state: RunState) -> int:
             raise problem
         # The client checks every flag before anything is asked.
         request = await _first_request(invocation, base_url)
-        confirm(invocation.write, render(request, settings.api_key), yes=args.yes,
-                stdin=sys.stdin, stderr=sys.stderr)
+        try:
+            confirm(invocation.write, summarize(invocation.write, request, settings.api_key),
+                    yes=args.yes, stdin=sys.stdin, stderr=sys.stderr)
+        except Declined as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 0
     problem = missing_credentials(settings, command)
     if problem is not None and (settings.api_key or settings.api_secret):
         raise problem  # a key without its secret (or the reverse) serves no command

@@ -121,7 +121,7 @@ def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocatio
     write = Write(
         "order stop-limit", "Place this order",
         f"Look for client order id {order_id} among the orders of {args.market} before "
-        "placing it again.",
+        "placing it again.", operation=COLLATERAL_STOP_LIMIT,
     )
 
     def call(client: txc_async.Client) -> Awaitable[object]:
@@ -137,6 +137,7 @@ def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invo
         "mining create-account", "Create this mining account",
         f"Check whether it exists before creating it again: txc-async mining hashrate "
         f"--account {args.name} answers 'Account not found' for an account that does not.",
+        operation=CREATE_MINING_ACCOUNT,
     )
 
     def call(client: txc_async.Client) -> Awaitable[object]:
