@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -241,3 +242,126 @@ def test_a_dry_run_still_prints_the_request(
     code, out, err = run(capsys, *ORDER, "--dry-run")
     assert code == 0 and out.startswith(f"POST {box.url}{ORDER_PATH}\n")
     assert "X-TXC-SIGNATURE" in out and "nothing was sent" in err
+
+
+# -- OAuth refresh tokens -------------------------------------------------------------------------
+
+
+def _oauth_profile(box: Sandbox, path: Path, name: str = "app") -> Path:
+    return _config(path, (
+        "# the exchange's OAuth application\n"
+        f"[profiles.{name}]\n"
+        f'base_url = "{box.url}"\n'
+        'limiter = "memory://"\n'
+        f'oauth_client_id = "{box.oauth_client_id}"\n'
+        f'oauth_client_secret = "{box.oauth_client_secret}"\n'
+        f'  oauth_refresh_token   =   "{box.oauth_refresh_token}"  # rotated by every refresh\n'
+        "\n[profiles.other]\n"
+        'api_key = "other-key-123456"\napi_secret = "other-secret-123456"\n'
+    ))
+
+
+def _no_oauth_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TXC_API_KEY", "TXC_API_SECRET", "TXC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("argv", [["oauth", "refresh"], ["oauth", "oauth2-refresh-token"]])
+def test_a_rotated_refresh_token_is_saved_to_the_profile_it_came_from(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, argv: list[str],
+) -> None:
+    path = _oauth_profile(box, tmp_path / "config" / "txc-async" / "config.toml")
+    _no_oauth_environment(monkeypatch)
+    if argv[1] == "oauth2-refresh-token":
+        argv = [*argv, "--client-id", box.oauth_client_id]
+    before = path.read_text()
+    inode = path.stat().st_ino
+    tokens = [box.oauth_refresh_token]
+    for _ in range(3):  # each refresh uses the token the one before saved
+        code, out, err = run(capsys, "--profile", "app", *argv, "--json")
+        assert code == 0, err
+        new = box.oauth_refresh_token
+        assert new not in tokens and f'"{new}"' in out
+        tokens.append(new)
+        assert f"the new refresh token was saved to [profiles.app] in {path}" in err
+        assert all(token not in err for token in tokens) and fits(err.replace(str(path), "P"))
+    # Only that value changed, on its line; the mode is kept; the file was replaced whole.
+    assert path.read_text() == before.replace(
+        f'  oauth_refresh_token   =   "{tokens[0]}"  # rotated by every refresh\n',
+        f'  oauth_refresh_token = "{tokens[-1]}"\n')
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.stat().st_ino != inode
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
+
+
+def test_the_default_profile_s_token_is_saved_there_and_a_link_is_kept(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    real = _oauth_profile(box, tmp_path / "dotfiles" / "txc.toml", name="default")
+    link = tmp_path / "config" / "txc-async" / "config.toml"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    _no_oauth_environment(monkeypatch)
+    for _ in range(2):
+        code, _, err = run(capsys, "oauth", "refresh")
+        assert code == 0, err
+        assert "saved to [profiles.default]" in err
+    assert link.is_symlink() and box.oauth_refresh_token in real.read_text()
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+
+
+def test_a_token_from_the_environment_is_not_saved_and_its_refusal_says_what_to_do(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TXC_OAUTH_CLIENT_ID", box.oauth_client_id)
+    monkeypatch.setenv("TXC_OAUTH_CLIENT_SECRET", box.oauth_client_secret)
+    monkeypatch.setenv("TXC_OAUTH_REFRESH_TOKEN", box.oauth_refresh_token)
+    code, _, err = run(capsys, "oauth", "refresh")
+    assert code == 0, err
+    assert "TXC_OAUTH_REFRESH_TOKEN cannot be changed from here: set it to the refresh_token " \
+           "above" in err
+    assert box.oauth_refresh_token not in err
+    code, out, err = run(capsys, "oauth", "refresh")  # the used token again
+    assert (code, out) == (1, "")
+    line = err.splitlines()[-1]
+    assert line.startswith("txc-async: error: oauth refresh: the refresh token "
+                           "(TXC_OAUTH_REFRESH_TOKEN) was refused (Invalid token.): it was used "
+                           "already")
+    assert "Authorize the application again" in line
+
+
+def test_a_profile_s_used_token_refused_names_the_profile(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    path = _oauth_profile(box, tmp_path / "config" / "txc-async" / "config.toml")
+    _no_oauth_environment(monkeypatch)
+    code, _, err = run(capsys, "oauth", "refresh", "--profile", "app")
+    assert code == 0, err
+    path.write_text(path.read_text().replace(box.oauth_refresh_token, "used-up-token"))
+    code, _, err = run(capsys, "oauth", "refresh", "--profile", "app")
+    assert code == 1
+    assert f"(oauth_refresh_token of [profiles.app] in {path}) was refused" in err
+
+
+def test_a_value_not_on_its_own_line_is_not_saved_and_the_file_is_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    from txc_async.cli._profiles import ConfigError, save_value
+
+    path = _config(tmp_path / "config.toml",
+                   '[profiles]\napp.oauth_refresh_token = "old"\n')
+    text = path.read_text()
+    with pytest.raises(ConfigError, match="no line oauth_refresh_token") as caught:
+        save_value(path, "app", "oauth_refresh_token", "new-token")
+    assert "new-token" not in str(caught.value) and path.read_text() == text
+    path.write_text('[profiles.app]\noauth_refresh_token = """old\n"""\n')
+    with pytest.raises(ConfigError, match="cannot be saved"):
+        save_value(path, "app", "oauth_refresh_token", "new-token")
+    # A value with quotes and a backslash is written as TOML reads it back.
+    path.write_text('[profiles."app"]\noauth_refresh_token = "old"\n')
+    save_value(path, "app", "oauth_refresh_token", 'a"b\\c')
+    import tomllib
+
+    assert tomllib.loads(path.read_text())["profiles"]["app"]["oauth_refresh_token"] == 'a"b\\c'

@@ -391,7 +391,7 @@ def test_oauth_refresh_reads_its_secrets_from_the_environment_only(
     code, out, err = run(capsys, "oauth", "refresh", "--json")
     token = loads(out)
     assert code == 0 and token["expires_in"] > 0 and token["refresh_token"] != old
-    assert "no longer valid" in err
+    assert "no longer works" in err and "TXC_OAUTH_REFRESH_TOKEN cannot be changed" in err
     with pytest.raises(SystemExit):
         main(["oauth", "refresh", "--token", "x"])  # no flag takes a secret
 

@@ -24,6 +24,7 @@ from txc_async._operations import OPERATIONS, Auth, Operation, Param
 
 from ._arguments import UsageError
 from ._invocation import Invocation
+from ._oauth import refreshed
 from ._profiles import Settings
 from ._render import Output
 from ._results import show_result
@@ -132,8 +133,13 @@ def _invocation(
     write = None if op.retry_safe else Write(
         command, f"Send {name}", _what_to_check(op, params, order_id), operation=op)
 
+    # A refresh with the refresh token of the settings: the new one is kept where that came
+    # from (a profile's file), as `oauth refresh` keeps it.
+    rotates = op.name == "refresh_oauth_token" and bool(settings.oauth_refresh_token)
+
     def call(client: txc_async.Client) -> Awaitable[object]:
-        return client.call(op, **params)
+        exchange = client.call(op, **params)
+        return refreshed(settings, exchange) if rotates else exchange
 
     def show(output: Output, result: object) -> int:
         return show_result(output, result, name)

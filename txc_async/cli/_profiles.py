@@ -11,7 +11,9 @@ among them) that others can read is refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Mapping
@@ -231,3 +233,93 @@ def _check_profile(path: Path, name: str, table: object) -> dict[str, str]:
             # The value is not quoted: it may be a secret.
             raise ConfigError(f"{path}: [profiles.{name}] {key} must be a non-empty string")
     return dict(table)
+
+
+def save_value(path: Path, profile: str, key: str, value: str) -> None:
+    """Set ``key`` of ``[profiles.PROFILE]`` to ``value`` in the configuration file ``path``,
+    where that profile already holds the key: only that value changes (comments, order and
+    every other value kept), checked by reading the result back before it replaces the file.
+    The file is replaced at once (a new file in the same directory, then renamed over it),
+    with the old file's mode. Raises `ConfigError` (the file left as it was) when the key
+    cannot be found as one line ``key = "..."`` of the profile's table; never quotes a value."""
+    import tomllib
+
+    target = path.resolve()  # a link to the file keeps pointing at it
+    text = target.read_text(encoding="utf-8")
+    before = tomllib.loads(text)
+    lines = text.splitlines(keepends=True)
+    index = _value_line(lines, profile, key)
+    if index is None:
+        raise ConfigError(f"{path}: no line {key} = \"...\" in [profiles.{profile}] to save "
+                          "the new value on")
+    line = lines[index]
+    indent = line[: len(line) - len(line.lstrip())]
+    ending = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
+    lines[index] = f"{indent}{key} = {_basic_string(value)}{ending}"
+    updated = "".join(lines)
+    expected = before
+    expected["profiles"][profile][key] = value
+    try:
+        same = tomllib.loads(updated) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise ConfigError(f"{path}: {key} of [profiles.{profile}] is not written as one line "
+                          f"{key} = \"...\": the new value cannot be saved there")
+    _replace(target, updated)
+
+
+_HEADER = re.compile(r"\s*\[\s*(?P<table>[^\[\]#]+?)\s*\]\s*(?:#.*)?")
+
+
+def _value_line(lines: list[str], profile: str, key: str) -> int | None:
+    """The index of the line ``key = ...`` in the table ``[profiles.PROFILE]``, if any."""
+    wanted = {f"profiles.{profile}", f'profiles."{profile}"', f"profiles.'{profile}'"}
+    assignment = re.compile(rf"\s*{re.escape(key)}\s*=")
+    inside = False
+    for index, line in enumerate(lines):
+        header = _HEADER.fullmatch(line.rstrip("\r\n"))
+        if header is not None:
+            inside = re.sub(r"\s*\.\s*", ".", header["table"]) in wanted
+        elif inside and assignment.match(line):
+            return index
+    return None
+
+
+def _basic_string(value: str) -> str:
+    """``value`` as a TOML basic string."""
+    escaped = []
+    for char in value:
+        if char in ('"', "\\"):
+            escaped.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            escaped.append(f"\\u{ord(char):04x}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
+def _replace(target: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``target``, with its mode, and rename it over
+    ``target``: a reader sees the old file or the new one, never a part of either."""
+    import tempfile
+
+    mode = stat.S_IMODE(target.stat().st_mode)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            os.fchmod(stream.fileno(), mode)
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself, on disk
+        directory = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
