@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import stat
 import sys
 import threading
@@ -365,3 +366,39 @@ def test_a_value_not_on_its_own_line_is_not_saved_and_the_file_is_left_as_it_was
     import tomllib
 
     assert tomllib.loads(path.read_text())["profiles"]["app"]["oauth_refresh_token"] == 'a"b\\c'
+
+
+# -- a hashrate series longer than an answer -------------------------------------------------------
+
+
+def test_a_long_hashrate_series_is_read_whole_and_the_requests_are_said(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = box.mining_account_names[0]
+    code, out, err = run(capsys, "mining", "hashrate", "--account", name, "--start",
+                         "2020-01-01", "--end", "2024-01-01", "--json")
+    assert code == 0, err
+    moments = [point["timestamp"] for point in json.loads(out)["hashrate"]]
+    # 2020-01-01 00:00 to 2024-01-01 23:00 UTC (an end day is the whole day).
+    first, last = 1577836800, 1704067200 + 23 * 3600
+    # Every hour of the range, once, in order: past the 2,000 points of one answer.
+    assert moments == list(range(first, last + 1, 3600))
+    requests = box.stats.received["/api/v4/mining/hashrate"]
+    assert requests == -(-len(moments) // 2000) == 18
+    assert err == (f"{len(moments):,} hashrate points read in 18 requests (the service "
+                   "answered at most 2,000 points a request)\n")
+    assert fits(err)
+
+
+def test_a_series_one_answer_covers_takes_one_request_and_says_nothing(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = box.mining_account_names[0]
+    code, out, err = run(capsys, "mining", "hashrate", "--account", name, "--start",
+                         "2023-12-01", "--end", "2024-01-01", "--interval", "24h", "--json")
+    assert code == 0 and err == ""
+    assert len(json.loads(out)["hashrate"]) == 32
+    assert box.stats.received["/api/v4/mining/hashrate"] == 1
+    # Without an end the range ends now: the last answer reaches it, and no request follows.
+    code, out, err = run(capsys, "mining", "hashrate", "--account", name, "--json")
+    assert code == 0 and err == "" and box.stats.received["/api/v4/mining/hashrate"] == 2

@@ -166,13 +166,14 @@ def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation:
     from ._hashrate import plot, scaled_rows
+    from ._series import whole_hashrate
 
     if args.plot and args.json:
         raise UsageError("--plot draws the series; leave out --json (or --plot)")
     params = _flags(args, MINING_HASHRATE)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
-        return client.mining_hashrate(**params)
+        return whole_hashrate(client, params)
 
     def show(output: Output, series: object) -> int:
         assert isinstance(series, txc_async.Hashrate)
