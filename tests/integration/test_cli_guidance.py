@@ -402,3 +402,89 @@ def test_a_series_one_answer_covers_takes_one_request_and_says_nothing(
     # Without an end the range ends now: the last answer reaches it, and no request follows.
     code, out, err = run(capsys, "mining", "hashrate", "--account", name, "--json")
     assert code == 0 and err == "" and box.stats.received["/api/v4/mining/hashrate"] == 2
+
+
+# -- backfill outputs and progress -----------------------------------------------------------------
+
+
+def _backfill(capsys: pytest.CaptureFixture[str], out: str, *more: str) -> tuple[int, str, str]:
+    # The sandbox's rewards: 3 accounts, one a day from 2024-01-01, for 5 days.
+    return run(capsys, "backfill-rewards", "--start", "2024-01-01", "--end", "2024-01-05",
+               "--out", out, *more)
+
+
+def test_out_ending_in_a_slash_is_a_directory(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # JSON lines asked for: a file of a fixed name in the new directory, which a rerun resumes.
+    code, _, err = _backfill(capsys, f"{tmp_path}/rewards_dir/", "--format", "jsonl")
+    written = tmp_path / "rewards_dir" / "rewards.jsonl"
+    assert code == 0, err
+    assert written.is_file() and len(written.read_text().splitlines()) == 15
+    assert err.splitlines()[-1].startswith(f"{written}: 15 records written")
+    code, _, err = _backfill(capsys, f"{tmp_path}/rewards_dir/", "--format", "jsonl")
+    assert code == 0 and "already complete (15 records)" in err
+    # CSV alike, beside it.
+    code, _, err = _backfill(capsys, f"{tmp_path}/rewards_dir/", "--format", "csv")
+    assert code == 0 and (tmp_path / "rewards_dir" / "rewards.csv").is_file()
+    # No --format: a directory holds a Parquet dataset, as for an existing directory.
+    pytest.importorskip("pyarrow")
+    code, _, err = _backfill(capsys, f"{tmp_path}/dataset/")
+    parts = sorted((tmp_path / "dataset").glob("part-*.parquet"))
+    assert code == 0 and parts, err
+    assert not (tmp_path / "dataset").is_file()
+
+
+def test_out_ending_in_a_slash_that_names_a_file_is_refused(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("TXC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("TXC_API_KEY", "key-1234567890")
+    monkeypatch.setenv("TXC_API_SECRET", "secret-1234567890")
+    (tmp_path / "rewards").write_text("")
+    code, _, err = _backfill(capsys, f"{tmp_path}/rewards/", "--format", "jsonl")
+    assert code == 2 and "ends with a slash (a directory) but" in err
+    # Without pyarrow, a directory's Parquet dataset is refused saying how to get either.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    code, _, err = _backfill(capsys, f"{tmp_path}/new_dir/")
+    assert code == 2 and "needs pyarrow" in err and "--format jsonl" in err
+    assert not (tmp_path / "new_dir").exists()
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+async def test_progress_lines_fit_the_terminal_and_leave_out_whole_parts(terminal: bool) -> None:
+    import re
+    import time
+
+    from txc_async import Client, RateLimit
+    from txc_async._export.run import BackfillProgress
+    from txc_async.cli import Progress
+
+    async with Client(base_url="http://127.0.0.1:9",
+                      rate_limits={"mining_rewards": RateLimit(10, 10.0)}) as client:
+        client.stats.requests = 12_345_678
+        for columns, kept in ((WIDTH, "128,456,789 records, 12,345,678 requests"),
+                              (80, "waiting for rate-limit budget, ~")):
+            stream = io.StringIO()
+            display = Progress(client, stream, terminal=terminal, plain_every=0.0,
+                               columns=columns)
+            progress = BackfillProgress(records=123_456_789, records_before=5_000_000,
+                                        jobs_total=10, jobs_done=5, fraction=0.123,
+                                        phase="settle")
+            progress.started -= 36_000.0
+            # Every request went out 5 s ago, none since: the run waits for budget, the
+            # longest status there is (past 120 columns whole).
+            display._samples.clear()
+            display._samples.append((time.monotonic() - 5.0, 0))
+            display(progress)
+            display._draw()
+            display.close()
+            lines = [line for line in re.split(r"[\r\n]", stream.getvalue()) if line.strip()]
+            assert lines and all(len(line.rstrip()) < columns for line in lines)
+            line = lines[-1].rstrip()
+            assert line.startswith("settling:  12.3%") and kept in line
+            assert "records/s" not in line  # left out: it does not fit
+            # A part is shown whole or not at all: the line ends with a whole one.
+            assert re.search(r"(records|requests|~\d+ s)$", line), line
