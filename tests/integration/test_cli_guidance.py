@@ -454,7 +454,9 @@ def test_out_ending_in_a_slash_that_names_a_file_is_refused(
 
 
 @pytest.mark.parametrize("terminal", [True, False])
-async def test_progress_lines_fit_the_terminal_and_leave_out_whole_parts(terminal: bool) -> None:
+async def test_progress_lines_fit_the_terminal_and_leave_out_whole_parts(
+    terminal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import re
     import time
 
@@ -468,8 +470,8 @@ async def test_progress_lines_fit_the_terminal_and_leave_out_whole_parts(termina
         for columns, kept in ((WIDTH, "128,456,789 records, 12,345,678 requests"),
                               (80, "waiting for rate-limit budget, ~")):
             stream = io.StringIO()
-            display = Progress(client, stream, terminal=terminal, plain_every=0.0,
-                               columns=columns)
+            monkeypatch.setenv("COLUMNS", str(columns))  # the terminal's width
+            display = Progress(client, stream, terminal=terminal, plain_every=0.0)
             progress = BackfillProgress(records=123_456_789, records_before=5_000_000,
                                         jobs_total=10, jobs_done=5, fraction=0.123,
                                         phase="settle")

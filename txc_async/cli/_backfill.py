@@ -45,8 +45,9 @@ class Progress:
     On a terminal the bar is redrawn at least once a second (a ticker keeps it moving while no
     page arrives) and says when requests wait for rate-limit budget and for about how long; on
     anything else a plain line is printed every ``PLAIN_PROGRESS_EVERY`` seconds. It ends at 100 %.
-    Every line fits in ``columns`` (default: the terminal's width): the parts of the status
-    that do not fit are left out, the last first (time left, rate, requests), never cut.
+    Every line fits in ``columns`` (default: the terminal's width, where one is known): the
+    parts of the status that do not fit are left out, the last first (time left, rate,
+    requests), never cut.
     """
 
     def __init__(
@@ -57,9 +58,10 @@ class Progress:
         self._client = client
         self._stream = stream
         self._terminal = stream.isatty() if terminal is None else terminal
-        # A terminal that reports no size (0 x 0) gets the usual 80 x 24.
-        size = shutil.get_terminal_size()
-        self._columns = (columns if columns is not None else size.columns) or 80
+        # 0 where no width is known (no terminal, no COLUMNS): a plain line is then not held
+        # to one, and a bar (a terminal reporting no size) gets the usual 80 x 24.
+        size = shutil.get_terminal_size(fallback=(0, 0))
+        self._columns = columns if columns is not None else size.columns
         self._plain_every = plain_every
         self._label = label
         self._progress = BackfillProgress()
@@ -71,7 +73,7 @@ class Progress:
         if self._terminal:
             self._bar = tqdm(
                 total=100, file=stream, desc=label, unit="%",
-                ncols=self._columns, nrows=size.lines or 24, bar_format=_BAR,
+                ncols=self._columns or 80, nrows=size.lines or 24, bar_format=_BAR,
                 mininterval=0.2,
             )
         self._ticker: asyncio.Task[None] | None = None
@@ -152,12 +154,18 @@ class Progress:
                                      postfix=self.status(now, room))
             print(line, file=self._stream, flush=True)
 
-    def _room(self, percent: float, elapsed: float, label: str, bar_format: str) -> int:
-        """The characters left for the status after the line's beginning and its ", "."""
+    def _room(
+        self, percent: float, elapsed: float, label: str, bar_format: str
+    ) -> int | None:
+        """The characters left for the status after the line's beginning and its ", "; None
+        where no width is known."""
+        columns = self._columns or (80 if bar_format == _BAR else 0)
+        if not columns:
+            return None
         start = tqdm.format_meter(percent, 100, elapsed, prefix=label,
                                   bar_format=bar_format.replace("{bar:12}", "-" * 12))
         # One column spare: a line as wide as the terminal wraps on some of them.
-        return self._columns - 1 - len(start) - len(", ")
+        return columns - 1 - len(start) - len(", ")
 
     def close(self) -> None:
         if self._ticker is not None:
