@@ -490,3 +490,18 @@ async def test_progress_lines_fit_the_terminal_and_leave_out_whole_parts(
             assert "records/s" not in line  # left out: it does not fit
             # A part is shown whole or not at all: the line ends with a whole one.
             assert re.search(r"(records|requests|~\d+ s)$", line), line
+
+
+def test_the_generated_hashrate_command_and_call_read_the_whole_range_too(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = box.mining_account_names[0]
+    for argv in (["mining", "get-mining-hashrate", "--account", name, "--start", "2023-01-01",
+                  "--end", "2023-12-31"],
+                 ["call", "mining_hashrate", f"account={name}", "start=2023-01-01",
+                  "end=2023-12-31"]):
+        code, out, err = run(capsys, *argv, "--json")
+        assert code == 0, err
+        assert len(json.loads(out)["hashrate"]) == 365 * 24
+        assert err == ("8,760 hashrate points read in 5 requests (the service answered at most "
+                       "2,000 points a request)\n")

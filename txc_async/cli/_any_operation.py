@@ -28,6 +28,7 @@ from ._oauth import refreshed
 from ._profiles import Settings
 from ._render import Output
 from ._results import show_result
+from ._series import whole_hashrate
 from ._values import PARAM_DEST, flag_of, read_value
 from ._writes import Write, new_client_order_id
 
@@ -138,6 +139,8 @@ def _invocation(
     rotates = op.name == "refresh_oauth_token" and bool(settings.oauth_refresh_token)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
+        if op.name == "mining_hashrate":  # the whole range, past the points of one answer
+            return whole_hashrate(client, params)
         exchange = client.call(op, **params)
         return refreshed(settings, exchange) if rotates else exchange
 
