@@ -77,6 +77,22 @@ def _env_limiter(env: Mapping[str, str]) -> Limiter | None:
     raise InvalidParameterError("TXC_LIMITER", problem)
 
 
+#: The environment variables of ``Client.from_env``'s credentials.
+_VARIABLES = {"api_key": "TXC_API_KEY", "api_secret": "TXC_API_SECRET"}
+
+
+def _half_credentials(present: str, as_keyword: bool) -> InvalidParameterError:
+    """The refusal of ``Client.from_env`` finding the credential ``present`` (a keyword, or
+    its variable) without the other: what to set. Neither value is quoted."""
+    missing = "api_secret" if present == "api_key" else "api_key"
+    where = f"{present}= was given" if as_keyword else f"{_VARIABLES[present]} is set"
+    return InvalidParameterError(
+        _VARIABLES[missing],
+        f"{where} but {_VARIABLES[missing]} is not set: set TXC_API_KEY and TXC_API_SECRET "
+        "both (or give api_key= and api_secret=), or neither for public operations only",
+    )
+
+
 def _check_timeout(timeout: object) -> float:
     return check_positive_seconds("timeout", timeout)
 
@@ -197,9 +213,14 @@ class Client(HandMethods, MethodGroups):
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         if (api_key is None) != (api_secret is None):
+            given, missing = (
+                ("api_secret", "api_key") if api_key is None else ("api_key", "api_secret")
+            )
             raise InvalidParameterError(
-                "api_key" if api_key is None else "api_secret",
-                "api_key and api_secret must be given together",
+                missing,
+                f"{given} was given without {missing}: give Client(api_key=..., "
+                "api_secret=...) both, or neither for public operations only (Client.from_env() "
+                "reads them from TXC_API_KEY and TXC_API_SECRET)",
             )
         if api_key is not None:
             for name, value in (("api_key", api_key), ("api_secret", api_secret)):
@@ -291,9 +312,15 @@ class Client(HandMethods, MethodGroups):
         operations only.
         """
         env = os.environ
+        key = api_key if api_key is not None else env.get("TXC_API_KEY") or None
+        secret = api_secret if api_secret is not None else env.get("TXC_API_SECRET") or None
+        if (key is None) != (secret is None):
+            present = "api_key" if secret is None else "api_secret"
+            given = api_key if present == "api_key" else api_secret
+            raise _half_credentials(present, as_keyword=given is not None)
         return cls(
-            api_key if api_key is not None else env.get("TXC_API_KEY") or None,
-            api_secret if api_secret is not None else env.get("TXC_API_SECRET") or None,
+            key,
+            secret,
             base_url=base_url or env.get("TXC_BASE_URL") or DEFAULT_BASE_URL,
             limiter=limiter if limiter is not None else _env_limiter(env),
             **options,

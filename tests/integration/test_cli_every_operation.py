@@ -295,17 +295,18 @@ class _Terminal(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize(("answer", "expected"), [("y\n", 0), ("n\n", 1)])
+@pytest.mark.parametrize(("answer", "placed"), [("y\n", True), ("n\n", False), ("", False)])
 def test_a_generated_write_on_a_terminal_asks_first(
     box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    answer: str, expected: int,
+    answer: str, placed: bool,
 ) -> None:
     monkeypatch.setattr(sys, "stdin", _Terminal(answer))
     code, _, err = run(capsys, "mining", "create-mining-account", "--name", "rig_02")
-    assert code == expected
+    assert code == 0  # declining sends nothing and is not a failure
     assert "Send create_mining_account? [y/N]" in err
-    assert '"name":"rig_02"' in err  # the request is shown before the question
-    assert box.stats.received[ACCOUNT_PATH] == (1 if expected == 0 else 0)
+    assert "  name     rig_02\n" in err  # what is sent is summed up before the question
+    assert box.stats.received[ACCOUNT_PATH] == (1 if placed else 0)
+    assert ("not confirmed: nothing was sent" in err) is not placed
 
 
 def test_a_generated_order_gets_a_client_order_id_and_is_placed_once(

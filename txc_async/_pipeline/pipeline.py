@@ -79,7 +79,10 @@ def _refusal(op: Operation[Any], closed: bool) -> TxcError:
     if closed:
         return client_closed(op.name)
     error = InvalidParameterError(
-        "api_key", f"{op.name} is a private operation: give api_key and api_secret"
+        "api_key",
+        f"{op.name} is a private operation and this client has no key: give "
+        "Client(api_key=..., api_secret=...), or set TXC_API_KEY and TXC_API_SECRET for "
+        "Client.from_env()",
     )
     error._attach_operation(op.name)
     return error

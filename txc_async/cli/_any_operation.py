@@ -24,9 +24,11 @@ from txc_async._operations import OPERATIONS, Auth, Operation, Param
 
 from ._arguments import UsageError
 from ._invocation import Invocation
+from ._oauth import refreshed
 from ._profiles import Settings
 from ._render import Output
 from ._results import show_result
+from ._series import whole_hashrate
 from ._values import PARAM_DEST, flag_of, read_value
 from ._writes import Write, new_client_order_id
 
@@ -130,10 +132,17 @@ def _invocation(
         given |= {param.name: SECRET_PLACEHOLDER for param in secrets}
     params = dict(given)
     write = None if op.retry_safe else Write(
-        command, f"Send {name}", _what_to_check(op, params, order_id))
+        command, f"Send {name}", _what_to_check(op, params, order_id), operation=op)
+
+    # A refresh with the refresh token of the settings: the new one is kept where that came
+    # from (a profile's file), as `oauth refresh` keeps it.
+    rotates = op.name == "refresh_oauth_token" and bool(settings.oauth_refresh_token)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
-        return client.call(op, **params)
+        if op.name == "mining_hashrate":  # the whole range, past the points of one answer
+            return whole_hashrate(client, params)
+        exchange = client.call(op, **params)
+        return refreshed(settings, exchange) if rotates else exchange
 
     def show(output: Output, result: object) -> int:
         return show_result(output, result, name)

@@ -33,7 +33,7 @@ from txc_async._limiters.url import check_limiter_url, default_limiter_url, limi
 from txc_async._operations import DEFAULT_BASE_URL
 
 from ._arguments import UsageError, last_whole_day_end
-from ._profiles import Settings, load_settings
+from ._profiles import Settings, load_settings, missing_credentials
 
 #: How often a progress display that is not a terminal prints a line.
 PLAIN_PROGRESS_EVERY = 10.0
@@ -45,15 +45,23 @@ class Progress:
     On a terminal the bar is redrawn at least once a second (a ticker keeps it moving while no
     page arrives) and says when requests wait for rate-limit budget and for about how long; on
     anything else a plain line is printed every ``PLAIN_PROGRESS_EVERY`` seconds. It ends at 100 %.
+    Every line fits in ``columns`` (default: the terminal's width, where one is known): the
+    parts of the status that do not fit are left out, the last first (time left, rate,
+    requests), never cut.
     """
 
     def __init__(
         self, client: Client, stream: TextIO, *, label: str = "backfill",
         terminal: bool | None = None, plain_every: float = PLAIN_PROGRESS_EVERY,
+        columns: int | None = None,
     ) -> None:
         self._client = client
         self._stream = stream
         self._terminal = stream.isatty() if terminal is None else terminal
+        # 0 where no width is known (no terminal, no COLUMNS): a plain line is then not held
+        # to one, and a bar (a terminal reporting no size) gets the usual 80 x 24.
+        size = shutil.get_terminal_size(fallback=(0, 0))
+        self._columns = columns if columns is not None else size.columns
         self._plain_every = plain_every
         self._label = label
         self._progress = BackfillProgress()
@@ -63,13 +71,9 @@ class Progress:
         self._last_plain = time.monotonic()
         self._bar: tqdm[Never] | None = None
         if self._terminal:
-            size = shutil.get_terminal_size()
             self._bar = tqdm(
                 total=100, file=stream, desc=label, unit="%",
-                # A terminal that reports no size (0 x 0) gets the usual 80 x 24 instead of
-                # no bar at all.
-                ncols=size.columns, nrows=size.lines,
-                bar_format="{desc}: {percentage:5.1f}%|{bar:12}| {elapsed}{postfix}",
+                ncols=self._columns or 80, nrows=size.lines or 24, bar_format=_BAR,
                 mininterval=0.2,
             )
         self._ticker: asyncio.Task[None] | None = None
@@ -87,8 +91,9 @@ class Progress:
         if progress.finished:
             self._draw(force=True)
 
-    def status(self, now: float | None = None) -> str:
-        """The postfix: records, requests, rate, and what the run is waiting for."""
+    def status(self, now: float | None = None, room: int | None = None) -> str:
+        """The postfix: records, requests, rate, and what the run is waiting for; within
+        ``room`` characters when given (whole parts left out from the end, the first kept)."""
         now = time.monotonic() if now is None else now
         progress = self._progress
         requests = self._client.stats.requests
@@ -104,7 +109,7 @@ class Progress:
             f"{progress.records / elapsed:,.0f} records/s",
         ]
         if progress.finished:
-            return ", ".join(parts)
+            return _within(parts, room)
         # Requests this client sent in the last window of the scope's budget.
         quiet_since = next(
             (t for t, n in reversed(samples) if n != requests), samples[0][0]
@@ -129,17 +134,19 @@ class Progress:
         elif progress.fraction > 0.01:
             left = elapsed * (1 - progress.fraction) / progress.fraction
             parts.append(f"~{left:,.0f} s left")
-        return ", ".join(parts)
+        return _within(parts, room)
 
     def _draw(self, force: bool = False) -> None:
         percent = 100.0 * (1.0 if self._progress.finished else min(self._progress.fraction, 1.0))
         now = time.monotonic()
         label = self._label if self._progress.phase == "backfill" else "settling"
+        elapsed = now - self._progress.started
         if self._bar is not None:
             if self._bar.desc != label:
                 self._bar.set_description_str(label, refresh=False)
             self._bar.n = percent
-            self._bar.set_postfix_str(self.status(now), refresh=False)
+            room = self._room(percent, elapsed, label, _BAR)
+            self._bar.set_postfix_str(self.status(now, room), refresh=False)
             self._bar.refresh()
             return
         # Sampled at every tick, printed or not: a wait is reckoned from when requests went
@@ -147,12 +154,23 @@ class Progress:
         status = self.status(now)
         if force or now - self._last_plain >= self._plain_every:
             self._last_plain = now
-            line = tqdm.format_meter(
-                percent, 100, now - self._progress.started, prefix=label,
-                bar_format="{desc}: {percentage:5.1f}% after {elapsed}{postfix}",
-                postfix=status,
-            )
+            room = self._room(percent, elapsed, label, _PLAIN)
+            line = tqdm.format_meter(percent, 100, elapsed, prefix=label, bar_format=_PLAIN,
+                                     postfix=status if room is None else self.status(now, room))
             print(line, file=self._stream, flush=True)
+
+    def _room(
+        self, percent: float, elapsed: float, label: str, bar_format: str
+    ) -> int | None:
+        """The characters left for the status after the line's beginning and its ", "; None
+        where no width is known."""
+        columns = self._columns or (80 if bar_format == _BAR else 0)
+        if not columns:
+            return None
+        start = tqdm.format_meter(percent, 100, elapsed, prefix=label,
+                                  bar_format=bar_format.replace("{bar:12}", "-" * 12))
+        # One column spare: a line as wide as the terminal wraps on some of them.
+        return columns - 1 - len(start) - len(", ")
 
     def close(self) -> None:
         if self._ticker is not None:
@@ -161,6 +179,22 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+#: A progress line on a terminal, redrawn in place; and one printed where there is none.
+_BAR = "{desc}: {percentage:5.1f}%|{bar:12}| {elapsed}{postfix}"
+_PLAIN = "{desc}: {percentage:5.1f}% after {elapsed}{postfix}"
+
+
+def _within(parts: list[str], room: int | None) -> str:
+    """``parts`` joined by ", ", as many from the first as fit in ``room`` (the first always)."""
+    text = parts[0] if parts else ""
+    for part in parts[1:]:
+        longer = f"{text}, {part}"
+        if room is not None and len(longer) > room:
+            break
+        text = longer
+    return text
 
 
 def _summary_line(summary: BackfillSummary, where: str) -> str:
@@ -185,6 +219,11 @@ def _summary_line(summary: BackfillSummary, where: str) -> str:
     return line if settling is None else f"{line}; {settling}"
 
 
+#: The file a JSON lines or CSV backfill writes in a directory named as ``--out``: the same
+#: name every run, so that a rerun resumes or extends it.
+FILE_IN_DIRECTORY = "rewards"
+
+
 def _output_format(out: str, chosen: str | None) -> Format:
     if out == "-":
         if chosen not in (None, "jsonl"):
@@ -195,9 +234,37 @@ def _output_format(out: str, chosen: str | None) -> Format:
     path = Path(out)
     if path.suffix.lower() == ".csv":
         return "csv"
-    if path.suffix.lower() == ".parquet" or path.is_dir():
+    if path.suffix.lower() == ".parquet" or _names_directory(out):
         return "parquet"
     return "jsonl"
+
+
+def _names_directory(out: str) -> bool:
+    """Whether ``--out`` names a directory: one that exists, or a path ending in a slash."""
+    return out.endswith(("/", os.sep)) or Path(out).is_dir()
+
+
+def _output_path(out: str, fmt: Format) -> Path:
+    """Where the backfill writes: a Parquet dataset is the directory itself; JSON lines or CSV
+    asked for in a directory go to a file in it, ``rewards.jsonl`` or ``rewards.csv``. A path
+    ending in a slash that names a file is refused, as is a Parquet dataset without pyarrow."""
+    path = Path(out)
+    if not _names_directory(out):
+        return path
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {out}: ends with a slash (a directory) but {path} is a file; "
+                         f"give --out {path} to write to that file")
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                f"--out {out} is a directory, which holds a Parquet dataset, and that needs "
+                "pyarrow (pip install 'txc_async[parquet]'); or give --format jsonl (or csv) "
+                f"to write {path / FILE_IN_DIRECTORY}.jsonl"
+            ) from None
+        return path
+    return path / f"{FILE_IN_DIRECTORY}.{fmt}"
 
 
 async def run_backfill(args: argparse.Namespace) -> int:
@@ -211,8 +278,13 @@ async def run_backfill(args: argparse.Namespace) -> int:
     # A pipe, a terminal or /dev/stdout is streamed to: it has no place for state.
     streaming = args.out == "-" or _is_stream(args.out)
     fmt = _output_format("-" if streaming else args.out, args.format)
+    target = None if streaming else _output_path(args.out, fmt)
     settings = load_settings(args.profile)
-    limiter: Limiter = limiter_from_url(_limiter_url(args.limiter, settings))
+    limiter_url = _limiter_url(args.limiter, settings)
+    problem = missing_credentials(settings, "backfill-rewards")
+    if problem is not None:
+        raise problem
+    limiter: Limiter = limiter_from_url(limiter_url)
     async with Client(
         settings.api_key, settings.api_secret,
         base_url=settings.base_url or DEFAULT_BASE_URL, limiter=limiter,
@@ -232,14 +304,18 @@ async def run_backfill(args: argparse.Namespace) -> int:
                         on_progress=display,
                     )
             else:
+                assert target is not None
+                if target != Path(args.out):  # a file in the directory --out names
+                    target.parent.mkdir(parents=True, exist_ok=True)
                 summary = await backfill_to_file(
-                    client, start=args.start, end=end, path=Path(args.out), fmt=fmt,
+                    client, start=args.start, end=end, path=target, fmt=fmt,
                     accounts=args.account, concurrency=args.concurrency, shard=args.shard,
                     on_progress=display,
                 )
         finally:
             display.close()
-    print(_summary_line(summary, "stdout" if args.out == "-" else args.out), file=sys.stderr)
+    where = "stdout" if args.out == "-" else args.out if target is None else str(target)
+    print(_summary_line(summary, where), file=sys.stderr)
     return 0
 
 

@@ -15,13 +15,13 @@ from types import FrameType
 
 import txc_async
 
-from ._arguments import UsageError
+from ._arguments import PROG, UsageError
 from ._dry_run import CapturedRequest, capture, describe, render
 from ._invocation import Invocation
 from ._operations import invocation_of
-from ._profiles import ConfigError, Settings, load_settings
+from ._profiles import ConfigError, Settings, load_settings, missing_credentials
 from ._render import Output
-from ._writes import Write, confirm, lost_answer, may_have_taken_effect
+from ._writes import Declined, Write, confirm, lost_answer, may_have_taken_effect, summarize
 
 
 @dataclass
@@ -75,6 +75,7 @@ async def run_operation(args: argparse.Namespace, state: RunState) -> int:
 async def _run_operation(args: argparse.Namespace, state: RunState) -> int:
     settings = load_settings(args.profile)
     invocation = invocation_of(args, settings)
+    command = invocation.write.command if invocation.write is not None else args.operation
     output = Output(json_mode=args.json)
     base_url = settings.base_url or txc_async.DEFAULT_BASE_URL
     if args.dry_run:
@@ -88,18 +89,31 @@ async def _run_operation(args: argparse.Namespace, state: RunState) -> int:
         print("dry run: nothing was sent", file=sys.stderr)
         return 0
     if invocation.confirm and invocation.write is not None:
-        if not settings.api_key:
-            raise ConfigError(f"{invocation.write.command} needs an API key (TXC_API_KEY and "
-                              "TXC_API_SECRET, or a profile's api_key and api_secret); "
-                              "nothing was sent")
+        problem = missing_credentials(settings, command)
+        if problem is not None:
+            raise problem
         # The client checks every flag before anything is asked.
         request = await _first_request(invocation, base_url)
-        confirm(invocation.write, render(request, settings.api_key), yes=args.yes,
-                stdin=sys.stdin, stderr=sys.stderr)
+        try:
+            confirm(invocation.write, summarize(invocation.write, request, settings.api_key),
+                    yes=args.yes, stdin=sys.stdin, stderr=sys.stderr)
+        except Declined as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 0
+    problem = missing_credentials(settings, command)
+    if problem is not None and (settings.api_key or settings.api_secret):
+        raise problem  # a key without its secret (or the reverse) serves no command
     for note in invocation.notes:
         print(note, file=sys.stderr)
-    async with _client(settings, base_url) as client:
-        return await _send(invocation, client, output, state)
+    try:
+        async with _client(settings, base_url) as client:
+            return await _send(invocation, client, output, state)
+    except txc_async.InvalidParameterError as exc:
+        # A private operation refused by a client without a key, before anything was sent.
+        problem = missing_credentials(settings, command)
+        if exc.parameter == "api_key" and problem is not None:
+            raise problem from None
+        raise
 
 
 def _client(settings: Settings, base_url: str) -> txc_async.Client:

@@ -25,7 +25,8 @@ from txc_async._operations import (
 
 from ._arguments import UsageError
 from ._invocation import Invocation, Show
-from ._profiles import ConfigError, Settings
+from ._oauth import refresh_command
+from ._profiles import Settings
 from ._render import Output
 from ._values import choice_value
 from ._writes import Write, new_client_order_id
@@ -142,7 +143,7 @@ def _stop_limit_order(args: argparse.Namespace, settings: Settings) -> Invocatio
     write = Write(
         "order stop-limit", "Place this order",
         f"Look for client order id {order_id} among the orders of {args.market} before "
-        "placing it again.",
+        "placing it again.", operation=COLLATERAL_STOP_LIMIT,
     )
 
     def call(client: txc_async.Client) -> Awaitable[object]:
@@ -158,6 +159,7 @@ def _create_mining_account(args: argparse.Namespace, settings: Settings) -> Invo
         "mining create-account", "Create this mining account",
         f"Check whether it exists before creating it again: txc-async mining hashrate "
         f"--account {args.name} answers 'Account not found' for an account that does not.",
+        operation=CREATE_MINING_ACCOUNT,
     )
 
     def call(client: txc_async.Client) -> Awaitable[object]:
@@ -186,13 +188,14 @@ def _mining_rewards(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation:
     from ._hashrate import plot, scaled_rows
+    from ._series import whole_hashrate
 
     if args.plot and args.json:
         raise UsageError("--plot draws the series; leave out --json (or --plot)")
     params = _flags(args, MINING_HASHRATE)
 
     def call(client: txc_async.Client) -> Awaitable[object]:
-        return client.mining_hashrate(**params)
+        return whole_hashrate(client, params)
 
     def show(output: Output, series: object) -> int:
         assert isinstance(series, txc_async.Hashrate)
@@ -209,34 +212,6 @@ def _mining_hashrate(args: argparse.Namespace, settings: Settings) -> Invocation
     return Invocation(call, show, frozenset(params))
 
 
-def _refresh_oauth_token(args: argparse.Namespace, settings: Settings) -> Invocation:
-    values = {
-        "client_id": (settings.oauth_client_id, "TXC_OAUTH_CLIENT_ID"),
-        "client_secret": (settings.oauth_client_secret, "TXC_OAUTH_CLIENT_SECRET"),
-        "refresh_token": (settings.oauth_refresh_token, "TXC_OAUTH_REFRESH_TOKEN"),
-    }
-    missing = [variable for value, variable in values.values() if not value]
-    if missing:
-        raise ConfigError(f"oauth refresh needs {', '.join(missing)} (in the environment, or "
-                         "oauth_* keys of a profile); secrets are never taken as arguments")
-    client_id, client_secret, refresh_token = (value or "" for value, _ in values.values())
-    write = Write("oauth refresh", "Refresh the token",
-                  "The refresh token may have been used up: if it is refused now, authorize "
-                  "the application again for a new one.")
-
-    def call(client: txc_async.Client) -> Awaitable[object]:
-        return client.refresh_oauth_token(client_id=client_id, client_secret=client_secret,
-                                          refresh_token=refresh_token)
-
-    def show(output: Output, token: object) -> int:
-        output.fields(token, "OAuth token")
-        print("the refresh token given is no longer valid: keep the new one above",
-              file=output.errors)
-        return 0
-
-    return Invocation(call, show, write=write)
-
-
 #: Every operation command by its name on the command line.
 COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Invocation]] = {
     "ping": _ping,
@@ -246,7 +221,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Settings], Invocation]] = {
     "mining create-account": _create_mining_account,
     "mining rewards": _mining_rewards,
     "mining hashrate": _mining_hashrate,
-    "oauth refresh": _refresh_oauth_token,
+    "oauth refresh": refresh_command,
 }
 
 

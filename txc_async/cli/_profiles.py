@@ -11,11 +11,13 @@ among them) that others can read is refused.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -57,11 +59,27 @@ class Settings:
     oauth_client_id: str | None = None
     oauth_client_secret: str | None = None
     oauth_refresh_token: str | None = None
+    #: The profile the values not in ``from_environment`` come from (named with
+    #: ``--profile``, or the default profile of the file); None when no profile was read.
+    profile: str | None = None
+    #: Whether ``profile`` was named with ``--profile`` (used as it is, no variable read).
+    named: bool = False
+    #: The configuration file (whether it exists or not).
+    path: Path | None = None
+    #: The keys whose value the environment gave (``TXC_*``), not the profile.
+    from_environment: frozenset[str] = field(default_factory=frozenset)
 
     def __repr__(self) -> str:
         # Never a secret, nor the key: only which values are set.
-        shown = ", ".join(f"{f.name}=set" for f in fields(self) if getattr(self, f.name))
+        shown = ", ".join(f"{key}=set" for key in ENVIRONMENT if getattr(self, key))
         return f"Settings({shown})"
+
+    def source(self, key: str) -> str:
+        """Where the value of ``key`` comes from, or would be put: its variable, or the
+        profile's key."""
+        if key in self.from_environment or self.profile is None:
+            return ENVIRONMENT[key]
+        return f"{key} of [profiles.{self.profile}] in {self.path}"
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -82,7 +100,9 @@ def load_settings(
     ``TXC_BASE_URL`` never sends a profile's orders elsewhere), and the variables it set aside
     are named in one line on ``notes`` (stderr), before the command sends anything."""
     env = os.environ if env is None else env
-    values = _profile_values(profile, config_path(env))
+    path = config_path(env)
+    values = _profile_values(profile, path)
+    used = profile if profile is not None else (DEFAULT_PROFILE if values else None)
     if profile is not None:
         ignored = [variable for key, variable in ENVIRONMENT.items()
                    if env.get(variable) and env[variable] != values.get(key)]
@@ -91,11 +111,60 @@ def load_settings(
                   f"{', '.join(ignored)} set in the environment "
                   f"{'is' if len(ignored) == 1 else 'are'} ignored",
                   file=sys.stderr if notes is None else notes)
-        return Settings(**values)
+        return _settings(values, profile=used, named=True, path=path)
+    from_environment = set()
     for key, variable in ENVIRONMENT.items():
         if env.get(variable):
             values[key] = env[variable]
-    return Settings(**values)
+            from_environment.add(key)
+    return _settings(values, profile=used, named=False, path=path,
+                     from_environment=frozenset(from_environment))
+
+
+def _settings(
+    values: Mapping[str, str], *, profile: str | None, named: bool, path: Path,
+    from_environment: frozenset[str] = frozenset(),
+) -> Settings:
+    get = values.get
+    return Settings(
+        api_key=get("api_key"), api_secret=get("api_secret"), base_url=get("base_url"),
+        limiter=get("limiter"), oauth_client_id=get("oauth_client_id"),
+        oauth_client_secret=get("oauth_client_secret"),
+        oauth_refresh_token=get("oauth_refresh_token"),
+        profile=profile, named=named, path=path, from_environment=from_environment,
+    )
+
+
+def missing_credentials(settings: Settings, command: str) -> ConfigError | None:
+    """What is wrong with the API key and secret of ``settings`` for ``command``, which needs
+    them, as a message naming where to put them; None when both are there. Neither value is
+    ever quoted."""
+    if settings.api_key and settings.api_secret:
+        return None
+    path = settings.path or config_path()
+    if settings.api_key or settings.api_secret:
+        have, lack = (("api_key", "api_secret") if settings.api_key
+                      else ("api_secret", "api_key"))
+        if settings.profile is None or have in settings.from_environment:
+            problem = f"{ENVIRONMENT[have]} is set but {ENVIRONMENT[lack]} is not"
+            fix = (f"set {ENVIRONMENT[lack]} as well, or unset {ENVIRONMENT[have]} and give "
+                   f"--profile NAME of a [profiles.NAME] table in {path}")
+        else:
+            problem = f"[profiles.{settings.profile}] in {path} has {have} but no {lack}"
+            fix = f"add {lack} to it" + ("" if settings.named else
+                                          " (or set TXC_API_KEY and TXC_API_SECRET)")
+        return ConfigError(f"{command}: {problem} (the key and its secret go together): {fix}; "
+                           "nothing was sent")
+    if settings.named:
+        return ConfigError(
+            f"{command} needs an API key: [profiles.{settings.profile}] in {path} has no "
+            "api_key and api_secret; add them there, or give another --profile; nothing was sent"
+        )
+    return ConfigError(
+        f"{command} needs an API key: set TXC_API_KEY and TXC_API_SECRET, or give --profile "
+        f"NAME (a [profiles.NAME] table with api_key and api_secret in {path}); nothing was "
+        "sent"
+    )
 
 
 def _profile_values(profile: str | None, path: Path) -> dict[str, str]:
@@ -164,3 +233,93 @@ def _check_profile(path: Path, name: str, table: object) -> dict[str, str]:
             # The value is not quoted: it may be a secret.
             raise ConfigError(f"{path}: [profiles.{name}] {key} must be a non-empty string")
     return dict(table)
+
+
+def save_value(path: Path, profile: str, key: str, value: str) -> None:
+    """Set ``key`` of ``[profiles.PROFILE]`` to ``value`` in the configuration file ``path``,
+    where that profile already holds the key: only that value changes (comments, order and
+    every other value kept), checked by reading the result back before it replaces the file.
+    The file is replaced at once (a new file in the same directory, then renamed over it),
+    with the old file's mode. Raises `ConfigError` (the file left as it was) when the key
+    cannot be found as one line ``key = "..."`` of the profile's table; never quotes a value."""
+    import tomllib
+
+    target = path.resolve()  # a link to the file keeps pointing at it
+    text = target.read_text(encoding="utf-8")
+    before = tomllib.loads(text)
+    lines = text.splitlines(keepends=True)
+    index = _value_line(lines, profile, key)
+    if index is None:
+        raise ConfigError(f"{path}: no line {key} = \"...\" in [profiles.{profile}] to save "
+                          "the new value on")
+    line = lines[index]
+    indent = line[: len(line) - len(line.lstrip())]
+    ending = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
+    lines[index] = f"{indent}{key} = {_basic_string(value)}{ending}"
+    updated = "".join(lines)
+    expected = before
+    expected["profiles"][profile][key] = value
+    try:
+        same = tomllib.loads(updated) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise ConfigError(f"{path}: {key} of [profiles.{profile}] is not written as one line "
+                          f"{key} = \"...\": the new value cannot be saved there")
+    _replace(target, updated)
+
+
+_HEADER = re.compile(r"\s*\[\s*(?P<table>[^\[\]#]+?)\s*\]\s*(?:#.*)?")
+
+
+def _value_line(lines: list[str], profile: str, key: str) -> int | None:
+    """The index of the line ``key = ...`` in the table ``[profiles.PROFILE]``, if any."""
+    wanted = {f"profiles.{profile}", f'profiles."{profile}"', f"profiles.'{profile}'"}
+    assignment = re.compile(rf"\s*{re.escape(key)}\s*=")
+    inside = False
+    for index, line in enumerate(lines):
+        header = _HEADER.fullmatch(line.rstrip("\r\n"))
+        if header is not None:
+            inside = re.sub(r"\s*\.\s*", ".", header["table"]) in wanted
+        elif inside and assignment.match(line):
+            return index
+    return None
+
+
+def _basic_string(value: str) -> str:
+    """``value`` as a TOML basic string."""
+    escaped = []
+    for char in value:
+        if char in ('"', "\\"):
+            escaped.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            escaped.append(f"\\u{ord(char):04x}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
+def _replace(target: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``target``, with its mode, and rename it over
+    ``target``: a reader sees the old file or the new one, never a part of either."""
+    import tempfile
+
+    mode = stat.S_IMODE(target.stat().st_mode)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            os.fchmod(stream.fileno(), mode)
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself, on disk
+        directory = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
