@@ -475,7 +475,7 @@ def test_help_builds_no_group_and_imports_a_handful_of_modules() -> None:
     ours = {m for m in imported if m.startswith("txc_async") and not m.startswith("txc_async.cli")}
     assert ours <= {"txc_async._secrets"}, sorted(ours)
     assert not {m for m in imported if m.split(".")[0] in ("aiohttp", "msgspec", "yarl")}
-    assert len(imported) <= 24, sorted(imported)
+    assert len(imported) <= 32, sorted(imported)  # argparse, logging, signal, shlex and theirs
     spot = _imported_by(["spot", "--help"])
     assert _group_modules(spot) == {"txc_async._operations.generated.spot"}
 
