@@ -12,6 +12,7 @@ import re
 import time
 import typing
 from collections.abc import AsyncIterator, Callable
+from decimal import Decimal
 from typing import Any
 
 import aiohttp
@@ -20,6 +21,7 @@ import pytest
 
 import txc_async
 from txc_async import RateLimit
+from txc_async._operations import Auth
 from txc_async._operations.answers import GeneratedAnswer, NoAnswer
 from txc_async.sandbox import (
     PATH_GROUPS,
@@ -29,6 +31,7 @@ from txc_async.sandbox import (
     Simulation,
     SimulationError,
 )
+from txc_async.sandbox._exchange import Exchange, ExchangeSimulation
 
 from ..support.documented import FACTS, example_of, resolve, value_for
 from .test_sandbox_server import signed as signed_with
@@ -62,7 +65,10 @@ KNOWN: dict[str, Callable[[Sandbox], dict[str, Any]]] = {
 
 @pytest.fixture
 async def box() -> AsyncIterator[Sandbox]:
-    async with Sandbox(mining_accounts=3, rewards_days=30) as sandbox:
+    # The documented answers of every operation: the exchange's operations answer their
+    # examples too (its own answers, which hang on its state, are tested below and in
+    # test_sandbox_exchange_flow.py).
+    async with Sandbox(mining_accounts=3, rewards_days=30, exchange=False) as sandbox:
         yield sandbox
 
 
@@ -114,21 +120,56 @@ def test_every_operation_is_routed() -> None:
 
 @pytest.mark.parametrize("name", sendable())
 async def test_the_client_calls_every_operation_and_reads_its_answer(
-    box: Sandbox, name: str
+    box: Sandbox, http: aiohttp.ClientSession, name: str
 ) -> None:
     op = txc_async.OPERATIONS[name]
+    params = client_params(box, name)
+    if op.auth is Auth.BEARER:
+        params["access_token"] = await access_token(http, box)
     async with txc_async.Client(
         api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
         limiter=txc_async.InProcessLimiter(),
     ) as client:
-        result = await client.call(name, **client_params(box, name))
-    assert sum(box.stats.executed.values()) == 1
+        result = await client.call(name, **params)
+    # One request of the operation (besides the token exchange a bearer operation needs).
+    executed = box.stats.executed
+    tokens = executed["/oauth2/refresh_token"] if op.auth is Auth.BEARER else 0
+    assert sum(executed.values()) - tokens == 1
     if isinstance(op.decode, NoAnswer):
         assert result is None
     elif isinstance(op.decode, GeneratedAnswer):
         assert conforms(result, op.decode.wire_type), (name, result)
     else:
         assert result is not None
+
+
+#: The operations the sandbox's exchange answers from its state.
+EXCHANGE = sorted(
+    op["name"] for op in DOCUMENTED
+    if op["path"] in ExchangeSimulation(Exchange(seed=0)).paths
+)
+
+
+@pytest.mark.parametrize("name", EXCHANGE)
+async def test_the_exchange_answers_each_of_its_operations_as_its_type_or_refuses_typed(
+    name: str,
+) -> None:
+    """With the exchange on, each of its operations answers from its state: a result of its
+    type, or a refusal the client reads as a typed error (an order on a market without the
+    balance it needs, a cancel of an order that is not there), never an unreadable answer."""
+    op = txc_async.OPERATIONS[name]
+    balances = {"USDT": Decimal("1000000"), "BTC": Decimal("100")}
+    async with Sandbox(trade_balances=balances) as box, txc_async.Client(
+        api_key=box.api_key, api_secret=box.api_secret, base_url=box.url,
+        limiter=txc_async.InProcessLimiter(),
+    ) as client:
+        try:
+            result = await client.call(name, **client_params(box, name))
+        except txc_async.ApiError as refused:
+            assert refused.status is not None and 400 <= refused.status < 500, refused
+            return
+    if isinstance(op.decode, GeneratedAnswer):
+        assert conforms(result, op.decode.wire_type), (name, result)
 
 
 # -- raw HTTP -------------------------------------------------------------------------------
@@ -385,8 +426,13 @@ async def test_oauth_tokens_come_from_the_application_s_code_once(
 
 
 async def test_faults_apply_to_any_operation_and_a_templated_path(
-    box: Sandbox, http: aiohttp.ClientSession
+    http: aiohttp.ClientSession,
 ) -> None:
+    async with Sandbox(trade_balances={"USDT": Decimal("100000")}) as box:
+        await _faults_apply(box, http)
+
+
+async def _faults_apply(box: Sandbox, http: aiohttp.ClientSession) -> None:
     box.faults.add("/api/v4/public/orderbook/BTC_USDT", "json_503")
     box.faults.add("/api/v4/public/orderbook/{market}", "text_503")
     box.faults.add("/api/v4/order/new", "json_500", execute=True)
@@ -398,7 +444,8 @@ async def test_faults_apply_to_any_operation_and_a_templated_path(
     async with http.get(box.url + "/api/v4/public/orderbook/BTC_USDT") as response:
         assert response.status == 200
     body, headers = signed(box, "/api/v4/order/new",
-                           {"market": "BTC_USDT", "side": "buy", "amount": "1"})
+                           {"market": "BTC_USDT", "side": "buy", "amount": "0.01",
+                            "price": "50000"})
     async with http.post(box.url + "/api/v4/order/new", data=body, headers=headers) as response:
         assert response.status == 500
     assert box.stats.executed["/api/v4/order/new"] == 1

@@ -111,6 +111,12 @@ class Sandbox:
     ``rate_limits`` overrides any of them by name, groups included
     (``{"main_account": RateLimit(100, 1.0)}``); an unknown name is a ``ValueError``.
 
+    ``trade_balances`` is what every key's trading balance starts with, on the simulated
+    exchange (``exchange``): orders, matching, balances, transfers, collateral positions and
+    public market data (see the guide "Testing a trading service offline"). With
+    ``exchange=False`` those operations answer their documented examples, as every operation
+    the sandbox does not simulate does.
+
     ``clock_offset`` (seconds, settable while running) sets the simulated server's clock that
     far ahead of this machine's (negative: behind): its ``Date`` headers, its nonce window and
     the times in its answers follow that clock, as a real server's would.
@@ -159,6 +165,7 @@ class Sandbox:
         settle_after: float | None = None,
         simulations: Sequence[Simulation] = (),
         trade_balances: Mapping[str, Decimal] | None = None,
+        exchange: bool = True,
     ) -> None:
         if dialect not in ("live", "spec"):
             raise ValueError(f"dialect must be 'live' or 'spec', not {dialect!r}")
@@ -213,7 +220,9 @@ class Sandbox:
         #: balance above.
         self.exchange = Exchange(seed=seed, trade_balances=trade_balances,
                                  main_balances=self.balance, now=self.server_time())
-        self._exchange_simulations: tuple[Simulation, ...] = (ExchangeSimulation(self.exchange),)
+        self._exchange_simulations: tuple[Simulation, ...] = (
+            (ExchangeSimulation(self.exchange),) if exchange else ()
+        )
         #: Admitted arrival times per (client IP address, scope or group): the service counts
         #: per IP, whichever key signed the request.
         self._windows: dict[tuple[str, str], deque[float]] = {}
