@@ -41,10 +41,14 @@ async def test_the_profiles_limiter_holds_the_budget_unless_limiter_is_given(
     tmp_path: Path,
 ) -> None:
     shared, default, given = (tmp_path / f"{name}.sqlite3" for name in ("shared", "d", "given"))
-    _config(tmp_path, f'[profiles.shared]\nlimiter = "sqlite:///{shared}"\n'
-                      f'[profiles.default]\nlimiter = "sqlite:///{default}"\n')
     cache = tmp_path / "cache" / "txc_async" / "budgets.sqlite3"
     async with Sandbox(mining_accounts=3, rewards_days=5, enforce_limits=False) as box:
+        # A profile named with --profile is used as it is (the environment does not fill it
+        # in): it holds its own keys.
+        _config(tmp_path, f'[profiles.shared]\nlimiter = "sqlite:///{shared}"\n'
+                          f'base_url = "{box.url}"\napi_key = "{box.api_key}"\n'
+                          f'api_secret = "{box.api_secret}"\n'
+                          f'[profiles.default]\nlimiter = "sqlite:///{default}"\n')
         await _backfill(box, tmp_path, tmp_path / "a.jsonl", "--profile=shared")
         assert shared.exists() and not default.exists() and not cache.exists()
         await _backfill(box, tmp_path, tmp_path / "b.jsonl")

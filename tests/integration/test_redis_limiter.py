@@ -258,10 +258,11 @@ async def test_a_client_keys_its_budgets_by_a_hash_never_the_api_key(
     # The nonce counter too (its API key's id after ``nonce:``): the client draws signed
     # requests' nonces from it; and each budget's longest window.
     names = [k.split(":", 2)[2] for k in keys]
-    # The balance draws on its group's budget too.
+    # The balance and the ping draw on their groups' budgets too.
     assert [name.partition(":")[0] if name.startswith("nonce:") else name for name in names] == [
         "generation", "main_account", "main_account:window", "main_balance",
-        "main_balance:window", "nonce", "public", "public:window",
+        "main_balance:window", "nonce", "public", "public:window", "public_group",
+        "public_group:window",
     ]
     for key in keys:
         assert box.api_key not in key and box.api_secret not in key
