@@ -10,13 +10,11 @@ as the console script does, with its own ``asyncio.run``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import io
 import json
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -28,11 +26,14 @@ import txc_async
 from txc_async._operations import Param
 from txc_async._operations.generated.index import WHERE
 from txc_async._operations.overrides import UNSENDABLE
-from txc_async.cli import build_parser, main
+from txc_async.cli import build_parser
 from txc_async.cli._arguments import Parser
 from txc_async.cli._groups import GROUPS, command_of, group_of_tag, operation_names
 from txc_async.cli._values import END_NAMES, START_NAMES, flag_of, read_value
 from txc_async.sandbox import Sandbox
+
+from ..support.cli import isolate as _isolate
+from ..support.cli import run, serve_sandbox
 
 # The commands run their own event loops (asyncio's, whatever loop this process's tests use).
 pytestmark = pytest.mark.asyncio_only
@@ -49,52 +50,13 @@ STOP_LIMIT = ["collateral", "create-collateral-stop-limit-order", "--market", "B
 @pytest.fixture
 def box(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Sandbox]:
     """A sandbox serving from a thread, and an environment pointing the command line at it."""
-    ready = threading.Event()
-    held: dict[str, Any] = {}
-
-    async def serve() -> None:
-        async with Sandbox(mining_accounts=3, rewards_days=5) as sandbox:
-            held["box"], held["loop"] = sandbox, asyncio.get_running_loop()
-            held["stop"] = asyncio.Event()
-            ready.set()
-            await held["stop"].wait()
-
-    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    sandbox: Sandbox = held["box"]
-    _isolate(monkeypatch, tmp_path)
-    monkeypatch.setenv("TXC_BASE_URL", sandbox.url)
-    monkeypatch.setenv("TXC_API_KEY", sandbox.api_key)
-    monkeypatch.setenv("TXC_API_SECRET", sandbox.api_secret)
-    yield sandbox
-    held["loop"].call_soon_threadsafe(held["stop"].set)
-    thread.join(30)
+    yield from serve_sandbox(monkeypatch, tmp_path)
 
 
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No server, no credentials, nothing of this machine's user: dry runs and usage errors."""
     _isolate(monkeypatch, tmp_path)
-
-
-def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("TXC_API_KEY", "TXC_API_SECRET", "TXC_BASE_URL", "TXC_LIMITER",
-                 "TXC_OAUTH_CLIENT_ID", "TXC_OAUTH_CLIENT_SECRET", "TXC_OAUTH_REFRESH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr of ``txc-async ARGV``."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _no_float(text: str) -> float:

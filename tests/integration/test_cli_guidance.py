@@ -10,20 +10,19 @@ as the console script does, with its own ``asyncio.run``.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import stat
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from txc_async.cli import main
 from txc_async.sandbox import Sandbox
+
+from ..support.cli import isolate as _isolate
+from ..support.cli import run, serve_sandbox
 
 pytestmark = pytest.mark.asyncio_only
 
@@ -34,60 +33,17 @@ ORDER = ["order", "stop-limit", "--market", "BTC_USDT", "--side", "sell", "--amo
 WIDTH = 120
 
 
-def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No setting of this machine's user reaches the commands; a terminal of 120 columns."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("COLUMNS", str(WIDTH))
-    monkeypatch.setenv("LINES", "40")
-    for name in ("TXC_API_KEY", "TXC_API_SECRET", "TXC_BASE_URL", "TXC_LIMITER",
-                 "TXC_OAUTH_CLIENT_ID", "TXC_OAUTH_CLIENT_SECRET", "TXC_OAUTH_REFRESH_TOKEN",
-                 "TXC_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-
-
 @pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No sandbox: only an isolated environment; returns the configuration file's path."""
-    _isolate(monkeypatch, tmp_path)
+    _isolate(monkeypatch, tmp_path, columns=WIDTH)
     return tmp_path / "config" / "txc-async" / "config.toml"
 
 
 @pytest.fixture
 def box(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Sandbox]:
     """A sandbox serving from a thread, and an environment pointing the command line at it."""
-    ready = threading.Event()
-    held: dict[str, Any] = {}
-
-    async def serve() -> None:
-        async with Sandbox(mining_accounts=3, rewards_days=5) as sandbox:
-            held["box"], held["loop"] = sandbox, asyncio.get_running_loop()
-            held["stop"] = asyncio.Event()
-            ready.set()
-            await held["stop"].wait()
-
-    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    sandbox: Sandbox = held["box"]
-    _isolate(monkeypatch, tmp_path)
-    monkeypatch.setenv("TXC_BASE_URL", sandbox.url)
-    monkeypatch.setenv("TXC_API_KEY", sandbox.api_key)
-    monkeypatch.setenv("TXC_API_SECRET", sandbox.api_secret)
-    yield sandbox
-    held["loop"].call_soon_threadsafe(held["stop"].set)
-    thread.join(30)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr of ``txc-async ARGV``."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    yield from serve_sandbox(monkeypatch, tmp_path, columns=WIDTH)
 
 
 def sent(box: Sandbox) -> int:

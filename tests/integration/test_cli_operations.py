@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -24,6 +23,9 @@ import pytest
 
 from txc_async.cli import main
 from txc_async.sandbox import Sandbox
+
+from ..support.cli import isolate as _isolate
+from ..support.cli import run, serve_sandbox
 
 # The commands run their own event loops (asyncio's, whatever loop this process's tests use).
 pytestmark = pytest.mark.asyncio_only
@@ -37,49 +39,7 @@ ORDER = ["order", "stop-limit", "--market", "BTC_USDT", "--side", "sell", "--amo
 @pytest.fixture
 def box(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Sandbox]:
     """A sandbox serving from a thread, and an environment pointing the command line at it."""
-    ready = threading.Event()
-    held: dict[str, Any] = {}
-
-    async def serve() -> None:
-        async with Sandbox(mining_accounts=3, rewards_days=5) as sandbox:
-            held["box"], held["loop"] = sandbox, asyncio.get_running_loop()
-            held["stop"] = asyncio.Event()
-            ready.set()
-            await held["stop"].wait()
-
-    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    sandbox: Sandbox = held["box"]
-    _isolate(monkeypatch, tmp_path)
-    monkeypatch.setenv("TXC_BASE_URL", sandbox.url)
-    monkeypatch.setenv("TXC_API_KEY", sandbox.api_key)
-    monkeypatch.setenv("TXC_API_SECRET", sandbox.api_secret)
-    yield sandbox
-    held["loop"].call_soon_threadsafe(held["stop"].set)
-    thread.join(30)
-
-
-def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No setting of this machine's user reaches the commands: budgets and profiles in
-    ``tmp_path``, no credentials."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("TXC_API_KEY", "TXC_API_SECRET", "TXC_BASE_URL", "TXC_LIMITER",
-                 "TXC_OAUTH_CLIENT_ID", "TXC_OAUTH_CLIENT_SECRET", "TXC_OAUTH_REFRESH_TOKEN",
-                 "TXC_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr of ``txc-async ARGV``."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    yield from serve_sandbox(monkeypatch, tmp_path)
 
 
 def _no_float(text: str) -> float:

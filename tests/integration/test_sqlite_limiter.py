@@ -127,8 +127,9 @@ async def test_a_client_uses_the_file_and_keys_budgets_by_a_hash(path: Path) -> 
     await limiter.aclose()
     with sqlite3.connect(path) as db:
         rows = db.execute("SELECT key_id, scope, at FROM anchors").fetchall()
-    # The balance draws on its group's budget too; every budget is the server's.
-    assert sorted(scope for _, scope, _ in rows) == ["main_account", "main_balance", "public", "public_group"]
+    # The balance and the ping draw on their groups' budgets too; every budget is the server's.
+    assert sorted(scope for _, scope, _ in rows) == [
+        "main_account", "main_balance", "public", "public_group"]
     assert len({key_id for key_id, _, _ in rows}) == 1
     assert all(box.api_key not in key_id for key_id, _, _ in rows)
     assert all(at <= time.time() for _, _, at in rows)  # answered: anchored at the answer
