@@ -280,7 +280,9 @@ def _add_backfill(commands: Subcommands) -> None:
     )
     backfill.add_argument(
         "--out", type=types.out, required=True,
-        help="output file, Parquet dataset directory, or - for JSON lines on stdout",
+        help="output file, a directory (an existing one, or a path ending in /: a Parquet "
+        "dataset, or rewards.jsonl / rewards.csv inside with --format), or - for JSON lines on "
+        "stdout",
     )
     backfill.add_argument(
         "--format", choices=FORMATS, default=None,
@@ -292,7 +294,8 @@ def _add_backfill(commands: Subcommands) -> None:
         "--limiter", type=types.limiter_argument, default=LimiterDefault(),
         help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
         "(every process of this machine), redis://host:port/db (every machine) or memory:// "
-        "(this run only) (environment: TXC_LIMITER)",
+        "(this run only) (default: TXC_LIMITER, else the profile's limiter, else a file in this "
+        "user's cache)",
     )
     backfill.add_argument(
         "--shard", type=types.shard, default=(1, 1), metavar="I/N",
