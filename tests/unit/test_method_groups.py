@@ -202,3 +202,19 @@ def test_the_client_loads_no_group_until_one_is_used() -> None:
                          check=True).stdout.splitlines()
     assert out == [
         "[]", "['txc_async._methods.spot', 'txc_async._operations.generated.spot']"]
+
+
+async def test_public_reads_are_sent_to_the_url_of_their_own_parameters() -> None:
+    urls: list[str] = []
+
+    def handler(request: MockRequest) -> RawResponse:
+        urls.append(str(request.url))
+        return RawResponse(200, DATE, b'{"ticker_id": "X", "timestamp": 1, "asks": [], "bids": []}')
+
+    async with client_of(handler) as client:
+        for market, limit in (("BTC_USDT", 5), ("ETH_USDT", 5), ("BTC_USDT", 7), ("BTC_USDT", 5),
+                              ("A/B", 5)):
+            await client.market.orderbook(market=market, limit=limit)
+    assert [url.split("/api/v4/public/orderbook/")[1] for url in urls] == [
+        "BTC_USDT?limit=5", "ETH_USDT?limit=5", "BTC_USDT?limit=7", "BTC_USDT?limit=5",
+        "A%2FB?limit=5"]

@@ -22,6 +22,10 @@ __all__ = ["Requests", "default_user_agent", "mask_carried_secrets"]
 
 _FORM = Auth.FORM
 _BEARER = Auth.BEARER
+_NONE = Auth.NONE
+#: How many URLs of public reads are kept (each a set of parameters); past it they are made
+#: again.
+_PUBLIC_URLS = 1024
 #: The parameter that carries an operation's bearer token (``Auth.BEARER``).
 BEARER_PARAM = "access_token"
 #: A parameter of a path: ``{market}``.
@@ -41,7 +45,8 @@ class Requests:
     and body of each request, signed with the key when it carries a nonce."""
 
     __slots__ = (
-        "_form_headers", "_plain_headers", "_targets", "base_url", "signer", "user_agent",
+        "_form_headers", "_plain_headers", "_public_urls", "_targets", "base_url", "signer",
+        "user_agent",
     )
 
     def __init__(self, base_url: URL, signer: Signer | None, user_agent: str | None) -> None:
@@ -50,6 +55,8 @@ class Requests:
         #: parameters its path holds (``/public/orderbook/{market}``), whose URL is made per
         #: request.
         self._targets: dict[str, tuple[URL, tuple[str, ...]]] = {}
+        #: The URL of each public read made so far, by operation and parameters.
+        self._public_urls: dict[tuple[Any, ...], URL] = {}
         #: Signs private requests (None: the client serves public operations only).
         self.signer = signer
         agent = default_user_agent()
@@ -65,6 +72,19 @@ class Requests:
     ) -> tuple[URL, Mapping[str, str], bytes | None]:
         """The URL, headers and body of a request: signed with ``nonce`` (a new one for every
         attempt), or unsigned when there is none."""
+        if nonce is None and op.auth is _NONE:
+            # A public read: the same parameters make the same URL, made once.
+            key = (op.name, *params.items())
+            try:
+                found = self._public_urls.get(key)
+            except TypeError:  # a value that is no key (a list): made each time
+                return self._public_url(op, params), self._plain_headers, None
+            if found is None:
+                found = self._public_url(op, params)
+                if len(self._public_urls) >= _PUBLIC_URLS:
+                    self._public_urls.clear()
+                self._public_urls[key] = found
+            return found, self._plain_headers, None
         target = self._targets.get(op.name)
         if target is None:
             target = self._target(op)
@@ -91,6 +111,18 @@ class Requests:
         if params:
             url = url.with_query({k: str(v) for k, v in params.items()})
         return url, self._plain_headers, None
+
+    def _public_url(self, op: Operation[Any], params: Mapping[str, Any]) -> URL:
+        """The URL of a public read of ``op`` with ``params`` (the path's, then the query's)."""
+        target = self._targets.get(op.name)
+        if target is None:
+            target = self._target(op)
+        url, path_params = target
+        if path_params:
+            url, _, params = self._filled(op.path, path_params, params)
+        if params:
+            url = url.with_query({k: str(v) for k, v in params.items()})
+        return url
 
 
     def url(self, op: Operation[Any]) -> URL:
