@@ -66,6 +66,15 @@ _decode_json = msgspec.json.Decoder(float_hook=_decimal_or_beyond).decode
 _Check = Callable[[Iterable[Any]], bool]
 
 
+#: The largest answer scanned for a non-finite amount's spelling rather than walked: the scan
+#: costs about 3.5 ns a byte, the walk about as much per amount, so a small answer (an order,
+#: an order book: 2 µs to scan, 12 µs to walk) is scanned and a page of records (37 KB of 100
+#: investments: 134 µs to scan, under 100 µs to walk) walked.
+_SCAN_AT_MOST = 4096
+#: ASCII upper case to lower case, for `bytes.translate`.
+_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+
+
 def _spells_no_non_finite(body: bytes) -> bool:
     """Whether ``body`` spells no non-finite Decimal: none of its spellings (``NaN``, ``sNaN``,
     ``Inf``, ``Infinity``: ASCII letters in any case, which ``Decimal`` may split with
@@ -74,8 +83,8 @@ def _spells_no_non_finite(body: bytes) -> bool:
     in C, where the walk visits every amount)."""
     if b"\\u" in body:
         return False
-    lowered = body.lower().replace(b"_", b"")
-    return b"nan" not in lowered and b"inf" not in lowered
+    folded = body.translate(_FOLD, b"_")  # lower case, underscores out: one pass in C
+    return b"nan" not in folded and b"inf" not in folded
 
 
 _is_finite = Decimal.is_finite
@@ -277,7 +286,7 @@ class AnswerDecoder(Generic[W, R]):
         except _STRICT_FAILURES:
             return self._read(body, self.tolerant(body))
         finite = self._finite
-        if finite is None or _spells_no_non_finite(body):
+        if finite is None or (len(body) <= _SCAN_AT_MOST and _spells_no_non_finite(body)):
             return self._read(body, answer)
         if self._check_result:
             result = self._read(body, answer)
