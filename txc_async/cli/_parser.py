@@ -294,8 +294,7 @@ def _add_backfill(commands: Subcommands) -> None:
         "--limiter", type=types.limiter_argument, default=LimiterDefault(),
         help="where rate-limit budgets live, shared by every process using it: sqlite:///FILE "
         "(every process of this machine), redis://host:port/db (every machine) or memory:// "
-        "(this run only) (default: TXC_LIMITER, else the profile's limiter, else a file in this "
-        "user's cache)",
+        "(this run only) (environment: TXC_LIMITER, else the profile's limiter)",
     )
     backfill.add_argument(
         "--shard", type=types.shard, default=(1, 1), metavar="I/N",
