@@ -12,7 +12,7 @@ DEV_INSTALLED := $(VENV)/.installed-dev
 # Where `make docs-serve` serves the site.
 DOCS_ADDRESS ?= 127.0.0.1:8000
 
-.PHONY: test demo lint docs docs-serve charts bench soak clean generate
+.PHONY: test test-under-load demo lint docs docs-serve charts bench soak clean generate
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,10 +29,26 @@ $(DEV_INSTALLED): $(INSTALLED)
 	touch $(DEV_INSTALLED) $(DOCS_INSTALLED)
 
 ## make test: the test suite (unit tests, sandbox integration tests, Redis tests), run once on
-## asyncio's own event loop and once on uvloop
+## asyncio's own event loop and once on uvloop. Both passes run whatever the first gives; the
+## target fails when either failed, and says which.
 test: $(DEV_INSTALLED)
-	$(PY) -m pytest -q
-	TXC_TEST_LOOP=uvloop $(PY) -m pytest -q
+	@on_asyncio=0; on_uvloop=0; \
+	echo "$(PY) -m pytest -q"; \
+	$(PY) -m pytest -q || on_asyncio=$$?; \
+	echo "TXC_TEST_LOOP=uvloop $(PY) -m pytest -q"; \
+	TXC_TEST_LOOP=uvloop $(PY) -m pytest -q || on_uvloop=$$?; \
+	if [ $$on_asyncio -ne 0 ] || [ $$on_uvloop -ne 0 ]; then \
+		echo "make test: failed (pytest's exit status: $$on_asyncio on asyncio's loop," \
+		     "$$on_uvloop on uvloop)" >&2; \
+		exit 1; \
+	fi
+
+## make test-under-load: `make test` beside processes that keep a core busy each, two unless
+## BUSY=n says otherwise, stopped however the run ends: no test may depend on how soon the
+## scheduler runs it.
+BUSY ?= 2
+test-under-load: $(DEV_INSTALLED)
+	.ci/under-load -n $(BUSY) $(MAKE) --no-print-directory test
 
 ## make demo: backfill a year of mining rewards from the embedded sandbox and print a summary
 demo: $(INSTALLED)

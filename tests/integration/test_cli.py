@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,10 @@ import pytest
 
 import txc_async
 from txc_async.cli import main
+
+from ..support.waiting import until
+
+REWARDS = "/api/v4/mining/rewards"
 
 
 @pytest.mark.parametrize(
@@ -143,8 +148,10 @@ def test_output_lines_are_json_with_wire_names(tmp_path: Path) -> None:
 # -- the backfill command against the sandbox, interrupted for real ------------------------------
 
 
-async def _run_cli(box: Any, args: list[str], *, stop_after: float | None = None,
+async def _run_cli(box: Any, args: list[str], *, stop_when: Callable[[], bool] | None = None,
                    sig: int = 9) -> tuple[int, str, str]:
+    """Run the command line against ``box``; with ``stop_when``, send it ``sig`` once that
+    holds (looked at while it runs, however long it takes to start)."""
     import asyncio
     import os
     import sys
@@ -155,8 +162,8 @@ async def _run_cli(box: Any, args: list[str], *, stop_after: float | None = None
         sys.executable, "-m", "txc_async", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
-    if stop_after is not None:
-        await asyncio.sleep(stop_after)
+    if stop_when is not None:
+        await until(stop_when, f"{args[0]} got as far as the test stops it")
         process.send_signal(sig)
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode is not None
@@ -175,9 +182,14 @@ async def test_backfill_command_killed_and_resumed_writes_every_row_once(
     args = ["backfill-rewards", "--start", "2024-01-01", "--end", "2024-12-31",
             "--out", str(out), "--concurrency", "4"]
     async with Sandbox(mining_accounts=60) as box:
-        # Slow answers, so that the interruption lands in the middle of the run.
+        # Slow answers, so that the interruption lands in the middle of the run: once a row is
+        # written (after the header of a CSV file), far from the last.
         box.faults.add("/api/v4/mining/rewards", "slow", delay=0.04, times=100_000)
-        code, _, err = await _run_cli(box, args, stop_after=1.5, sig=sig)
+        header_lines = 1 if fmt == "csv" else 0
+        code, _, err = await _run_cli(
+            box, args, sig=sig,
+            stop_when=lambda: out.exists() and out.read_bytes().count(b"\n") > header_lines,
+        )
         assert code != 0
         if sig == 2:
             assert "rerun the same command to resume" in err and "Traceback" not in err
@@ -343,7 +355,7 @@ def test_every_option_help_shows_its_default() -> None:
     assert checked >= 12
 
 
-async def _interrupt(args: list[str], env: dict[str, str]) -> str:
+async def _interrupt(box: Any, args: list[str], env: dict[str, str]) -> str:
     import asyncio
     import os
     import signal
@@ -353,7 +365,9 @@ async def _interrupt(args: list[str], env: dict[str, str]) -> str:
         sys.executable, "-m", "txc_async", *args, env=os.environ | env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )
-    await asyncio.sleep(1.5)
+    # Interrupted in the middle of its run: once its queries reach the server.
+    before = box.stats.received[REWARDS]
+    await until(lambda: box.stats.received[REWARDS] > before, "the backfill's first query")
     process.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(process.communicate(), timeout=30)
     assert process.returncode == 130
@@ -368,9 +382,9 @@ async def test_the_resume_hint_only_where_resuming_exists(tmp_path: Path) -> Non
         env = {"TXC_BASE_URL": box.url, "TXC_API_KEY": box.api_key,
                "TXC_API_SECRET": box.api_secret}
         base = ["backfill-rewards", "--start", "2024-01-01", "--end", "2024-12-31"]
-        err = await _interrupt([*base, "--out", str(tmp_path / "r.jsonl")], env)
+        err = await _interrupt(box, [*base, "--out", str(tmp_path / "r.jsonl")], env)
         assert err.rstrip().endswith("interrupted; rerun the same command to resume")
-        err = await _interrupt([*base, "--out", "-"], env)
+        err = await _interrupt(box, [*base, "--out", "-"], env)
         assert err.rstrip().endswith("txc-async: interrupted") and "resume" not in err
 
 

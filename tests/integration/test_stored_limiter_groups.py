@@ -379,18 +379,29 @@ async def test_after_a_loss_of_data_every_budget_and_every_key_s_counter_is_writ
     from ..support.redis_server import RedisServer
 
     frozen = clock_ms()
+    # The nonce clock stands still while the first nonces are compared, then runs. Which
+    # process finds the loss first is a race: when the running one does, it knows the store
+    # lost data and writes its counters back the whole lead past its clock, which the starting
+    # one waits out (a millisecond of a running clock; forever on a stopped one).
+    started_running: list[float] = []
 
     def clock() -> int:
-        return frozen
+        if not started_running:
+            return frozen
+        return frozen + int((time.monotonic() - started_running[0]) * 1000)
 
     with RedisServer(require_redis_server()) as redis:
         namespace = fresh_namespace()
         running = RedisLimiter(redis.url, namespace=namespace)
+        # In flight for a minute: the anchors are still in their window when the store is back,
+        # however long its restart takes.
         drawn = [
-            await running.acquire(SERVER, "a", OWN, 5.0, clock, groups=grouped(), nonce_key=key)
+            await running.acquire(SERVER, "a", OWN, 60.0, clock, groups=grouped(),
+                                  nonce_key=key)
             for key in ("key-a", "key-b", "key-b")
         ]
         assert [admission.nonce for admission in drawn] == [frozen, frozen, frozen + 1]
+        started_running.append(time.monotonic())
         redis.restart_empty()
         starting = RedisLimiter(redis.url, namespace=namespace)
         began = time.monotonic()

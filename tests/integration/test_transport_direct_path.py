@@ -21,6 +21,7 @@ from txc_async.transports import AiohttpTransport
 
 from ..support.raw_server import serve
 from ..support.reachable import reachable_text
+from ..support.waiting import until
 
 PATHS = ["direct", "session.request"]
 SECRETS = {"KEY-s3cr3t-Zq81", "PAYLOAD-s3cr3t-Wm42", "SIG-s3cr3t-Px07", "BODY-s3cr3t-Lk55"}
@@ -47,6 +48,14 @@ def _acquired(transport: AiohttpTransport) -> int:
     session = transport._session
     assert session is not None and session.connector is not None
     return len(session.connector._acquired)  # type: ignore[attr-defined]
+
+
+def _pooled_and_open(transport: AiohttpTransport) -> int:
+    """How many connections lie in the pool that the client still sees open."""
+    session = transport._session
+    assert session is not None and session.connector is not None
+    pool = session.connector._conns  # type: ignore[attr-defined]
+    return sum(protocol.is_connected() for kept in pool.values() for protocol, _ in kept)
 
 
 async def _server(handle: Handler) -> AsyncIterator[tuple[str, list[int]]]:
@@ -361,6 +370,8 @@ async def test_a_server_that_closes_right_after_its_answer_fails_no_request(
 async def test_a_server_closing_idle_connections_later_fails_no_request(
     request_path: str,
 ) -> None:
+    """A server that closes a keep-alive connection a while after its answer, once it lies
+    idle in the pool and the client has seen it close: the next request takes a new one."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
@@ -374,7 +385,10 @@ async def test_a_server_closing_idle_connections_later_fails_no_request(
                 raw = await transport.send("GET", URL(url + "/x"), headers=None, body=None,
                                            timeout=2.0)
                 assert raw.body == b"ok"
-                await asyncio.sleep(0.1)
+                # "A while after": until the client has seen the close, however long the event
+                # loop takes to get there (a fixed pause may not be enough on a busy machine).
+                await until(lambda t=transport: not _pooled_and_open(t),
+                            "the client sees the server close its idle connection")
             assert _acquired(transport) == 0
         finally:
             await transport.aclose()
