@@ -29,14 +29,17 @@ $(DEV_INSTALLED): $(INSTALLED)
 	touch $(DEV_INSTALLED) $(DOCS_INSTALLED)
 
 ## make test: the test suite (unit tests, sandbox integration tests, Redis tests), run once on
-## asyncio's own event loop and once on uvloop. Both passes run whatever the first gives; the
-## target fails when either failed, and says which.
+## asyncio's own event loop, then the tests that run on the event loop (LOOP_TESTS: not the
+## repository's checks, the documentation's examples and the documented answers, which start
+## their own interpreters or run no loop) once more on uvloop. Both passes run whatever the
+## first gives; the target fails when either failed, and says which.
+LOOP_TESTS := tests/unit tests/integration
 test: $(DEV_INSTALLED)
 	@on_asyncio=0; on_uvloop=0; \
 	echo "$(PY) -m pytest -q"; \
 	$(PY) -m pytest -q || on_asyncio=$$?; \
-	echo "TXC_TEST_LOOP=uvloop $(PY) -m pytest -q"; \
-	TXC_TEST_LOOP=uvloop $(PY) -m pytest -q || on_uvloop=$$?; \
+	echo "TXC_TEST_LOOP=uvloop $(PY) -m pytest -q $(LOOP_TESTS)"; \
+	TXC_TEST_LOOP=uvloop $(PY) -m pytest -q $(LOOP_TESTS) || on_uvloop=$$?; \
 	if [ $$on_asyncio -ne 0 ] || [ $$on_uvloop -ne 0 ]; then \
 		echo "make test: failed (pytest's exit status: $$on_asyncio on asyncio's loop," \
 		     "$$on_uvloop on uvloop)" >&2; \
