@@ -16,6 +16,10 @@ import pytest
 
 from txc_async.sandbox import Sandbox
 
+# The backfill runs in a subprocess, on asyncio's loop whatever loop this process runs: the
+# uvloop pass leaves it out (see tests/conftest.py).
+pytestmark = pytest.mark.asyncio_only
+
 
 def _duckdb(folder: Path) -> str:
     duckdb.sql(f"COPY (SELECT 'north' AS region, 100 AS amount) TO '{folder}' "

@@ -32,6 +32,10 @@ from txc_async._export.run import backfill_to_file
 from txc_async._export.state import read_state
 from txc_async.sandbox import Sandbox
 
+# The backfill runs in a subprocess, on asyncio's loop whatever loop this process runs: the
+# uvloop pass leaves it out (see tests/conftest.py).
+pytestmark = pytest.mark.asyncio_only
+
 START = 1704067200  # 2024-01-01
 DAY = 86400
 DAYS = 21  # three pieces of a week; the last 10 days pending: two pieces hold pending rewards

@@ -22,6 +22,10 @@ from txc_async._export.run import backfill_to_file
 from txc_async._export.state import read_state
 from txc_async.sandbox import Sandbox
 
+# The backfill runs in a subprocess, on asyncio's loop whatever loop this process runs: the
+# uvloop pass leaves it out (see tests/conftest.py).
+pytestmark = pytest.mark.asyncio_only
+
 START = 1704067200  # 2024-01-01
 DAY = 86400
 UNLIMITED = {scope: RateLimit(10**6, 1.0) for scope in txc_async.DEFAULT_RATE_LIMITS}

@@ -8,7 +8,13 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from txc_async.sandbox import Sandbox
+
+# The backfill runs in a subprocess, on asyncio's loop whatever loop this process runs: the
+# uvloop pass leaves it out (see tests/conftest.py).
+pytestmark = pytest.mark.asyncio_only
 
 
 async def _backfill(box: Sandbox, home: Path, out: Path, *flags: str) -> str:

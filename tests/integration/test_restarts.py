@@ -9,10 +9,16 @@ import asyncio
 import os
 import sys
 
+import pytest
+
 from txc_async import RateLimit
 from txc_async.sandbox import Sandbox
 
 from ..support.limit_worker import _ROOT, read_until, reaping
+
+# The clients run in a subprocess, on asyncio's loop whatever loop this process runs: the
+# uvloop pass leaves it out (see tests/conftest.py).
+pytestmark = pytest.mark.asyncio_only
 
 LIMIT = RateLimit(100, 2.0)
 
